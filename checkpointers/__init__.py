@@ -1,0 +1,1 @@
+"""Checkpointer construction from URLs and delegation-thread naming."""

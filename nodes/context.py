@@ -1,0 +1,108 @@
+"""Request context and cancellation handles shared by every node of a run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+__all__ = ["AbortController", "AbortSignal", "RequestContext", "is_aborted"]
+
+
+class RequestContext:
+    """Per-run key/value context that tools, hooks and dynamic instructions read.
+
+    The object a caller passes to `generate(request_context=...)` *is* the top-level
+    run's context, so the caller can read back what the run recorded in it. Each
+    delegation gets a shallow copy (`fork()`), so a subagent can never change its
+    parent's entries.
+
+    Example:
+        >>> ctx = RequestContext({"tenant": "acme"})
+        >>> ctx.set("audience", "technical")
+        >>> ctx.get("tenant"), ctx.has("audience"), sorted(ctx.keys())
+        ('acme', True, ['audience', 'tenant'])
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, initial: Mapping[str, Any] | None = None) -> None:
+        self._data: dict[str, Any] = dict(initial or {})
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def has(self, key: str) -> bool:
+        return key in self._data
+
+    def keys(self) -> list[str]:
+        return list(self._data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._data)
+
+    def fork(self, drop: frozenset[str] = frozenset()) -> RequestContext:
+        """A shallow copy without the run-level keys in `drop`."""
+        return RequestContext({k: v for k, v in self._data.items() if k not in drop})
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"RequestContext({self._data!r})"
+
+
+class AbortSignal:
+    """Read side of an `AbortController`: `aborted`, `reason`, and `wait()`."""
+
+    __slots__ = ("_event", "reason")
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.reason: Any = None
+
+    @property
+    def aborted(self) -> bool:
+        return self._event.is_set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+class AbortController:
+    """Cancels a run: pass `controller.signal` as `abort_signal`, call `abort()`.
+
+    Example:
+        >>> controller = AbortController()
+        >>> controller.abort("user left")
+        >>> controller.signal.aborted, controller.signal.reason
+        (True, 'user left')
+    """
+
+    __slots__ = ("signal",)
+
+    def __init__(self) -> None:
+        self.signal = AbortSignal()
+
+    def abort(self, reason: Any = None) -> None:
+        self.signal.reason = reason
+        self.signal._event.set()
+
+
+def is_aborted(signal: AbortSignal | asyncio.Event | None) -> bool:
+    return signal is not None and signal.is_set()

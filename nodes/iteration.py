@@ -1,0 +1,94 @@
+"""The iteration node: `on_iteration_complete` after every supervisor turn (SPEC §7).
+
+Reached only when the run has the hook. It sees the turn just taken and may stop the
+loop (`continue: False`) or add feedback; with both after a turn that called tools,
+the model still gets one last turn to answer with the feedback.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.messages import BaseMessage, ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from pydantic import BaseModel, ConfigDict, Field
+
+from nodes.delegation import validate_hook_result
+from nodes.options import RunContext
+from nodes.routing import SUPERVISOR_NODE, after_answer, dispatch, last_turn
+from nodes.scope import run_scope
+from nodes.spec import AgentSpec, maybe_await
+from nodes.state import SupervisorState, feedback_message
+from nodes.supervisor import end_update, finish_reason_of, iteration_of_run
+from nodes.subagent import text_of
+
+__all__ = ["IterationContext", "IterationResult", "make_iteration_node"]
+
+log = logging.getLogger("supervisor_graph")
+
+
+class IterationContext(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    iteration: int
+    max_iterations: int
+    text: str
+    finish_reason: str
+    tool_calls: list[ToolCall]
+    messages: list[BaseMessage]
+
+
+class IterationResult(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    continue_: bool = Field(default=True, alias="continue")
+    feedback: str | None = None
+
+
+def make_iteration_node(spec: AgentSpec) -> Any:
+    async def iteration(state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
+        opts, _ = run_scope(spec, config, runtime)
+        messages = state.get("messages") or []
+        index, ai = last_turn(messages)
+        assert ai is not None, "the iteration node runs after a supervisor turn"
+        count = iteration_of_run(messages)
+        reason = "tool-calls" if ai.tool_calls else finish_reason_of(ai)
+        hook = opts.on_iteration_complete
+        decision = IterationResult()
+        if hook is not None:
+            ctx = IterationContext(
+                iteration=count,
+                max_iterations=opts.max_steps,
+                text=text_of(ai),
+                finish_reason=reason,
+                tool_calls=list(ai.tool_calls),
+                messages=list(messages),
+            )
+            try:
+                decision = validate_hook_result(IterationResult, await maybe_await(hook(ctx)), "on_iteration_complete")
+            except Exception as exc:  # noqa: BLE001 - a failing monitor must not end the run
+                log.warning("on_iteration_complete raised %s: %s; continuing", type(exc).__name__, exc)
+
+        if not ai.tool_calls:
+            feedback = [feedback_message(decision.feedback, "iteration")] if decision.feedback else []
+            if decision.feedback and decision.continue_:
+                return Command(update={"messages": feedback}, goto=SUPERVISOR_NODE)
+            return Command(update=end_update(state, reason, feedback), goto=after_answer(opts))
+
+        answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
+        sends, errors = dispatch(spec, opts, ai, answered)
+        update: dict[str, Any] = {}
+        if errors:
+            update["messages"] = errors
+        if decision.feedback:
+            update["feedback"] = [decision.feedback]
+        if not decision.continue_:
+            # Finish the tool calls (the transcript needs their results), then stop;
+            # with feedback, one last turn lets the model answer with it.
+            update["stop_at"] = count + 1 if decision.feedback else count
+        return Command(update=update, goto=sends or SUPERVISOR_NODE)
+
+    return iteration

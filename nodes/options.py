@@ -1,0 +1,159 @@
+"""Per-call options and the runtime context that carries them to every node.
+
+Options never enter the graph state: callables must not be checkpointed, and one
+compiled graph serves every call. `RunContext` is the graph's `context_schema`; its
+public fields are JSON-schema-able and all optional (LangGraph Platform builds it from
+`configurable` keys), while the validated `RunOptions` of a `generate()` call and the
+in-memory `RunHandle` ride along as private attributes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+
+from nodes.context import AbortSignal, RequestContext
+
+__all__ = [
+    "DelegationOptions",
+    "MemoryOptions",
+    "RunContext",
+    "RunHandle",
+    "RunOptions",
+    "merge_options",
+]
+
+_STRICT = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+
+class DelegationOptions(BaseModel):
+    """Hooks and switches that act on every delegation (SPEC §6)."""
+
+    model_config = _STRICT
+
+    on_delegation_start: Callable[..., Any] | None = None
+    on_delegation_complete: Callable[..., Any] | None = None
+    message_filter: Callable[..., Any] | None = None
+    hook_error_strategy: Literal["warn", "throw"] = "warn"
+    include_sub_agent_tool_results_in_model_context: bool = False
+    enable_result_references: bool = False
+
+
+class MemoryOptions(BaseModel):
+    """`memory={"thread": ..., "resource": ...}`: which conversation a call continues."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    thread: str = Field(min_length=1)
+    resource: str | None = None
+
+
+class RunOptions(BaseModel):
+    """Every per-call option of SPEC §5 (also the shape of `default_options`)."""
+
+    model_config = _STRICT
+
+    max_steps: int = Field(default=5, ge=1)
+    delegation: DelegationOptions = Field(default_factory=DelegationOptions)
+    on_iteration_complete: Callable[..., Any] | None = None
+    is_task_complete: Any = None
+    request_context: RequestContext | None = None
+    abort_signal: AbortSignal | asyncio.Event | None = None
+    memory: MemoryOptions | None = None
+    require_tool_approval: bool = False
+
+    @field_validator("request_context", mode="before")
+    @classmethod
+    def _wrap_dict(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return RequestContext(value)
+        return value
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _memory_string(cls, value: Any) -> Any:
+        return {"thread": value} if isinstance(value, str) else value
+
+
+def merge_options(defaults: Mapping[str, Any] | None, call: Mapping[str, Any]) -> dict[str, Any]:
+    """`default_options` overlaid with a call's options; `delegation` merges per key."""
+    if not defaults:
+        return dict(call)
+    merged = {**defaults, **call}
+    base, over = defaults.get("delegation"), call.get("delegation")
+    if isinstance(base, Mapping) and isinstance(over, Mapping):
+        merged["delegation"] = {**base, **over}
+    return merged
+
+
+@dataclass(slots=True)
+class RunHandle:
+    """What one agent run knows in memory and never checkpoints.
+
+    A subagent run gets its own handle (its own `agent_path`, request-context copy and
+    the parent's messages as read-only model context) while sharing `run_id` and the
+    abort signal with the top-level run.
+    """
+
+    run_id: str
+    agent_path: tuple[str, ...]
+    request_context: RequestContext = field(default_factory=RequestContext)
+    abort_signal: AbortSignal | asyncio.Event | None = None
+    context_messages: list[BaseMessage] = field(default_factory=list)
+    thread_id: str | None = None
+    resource_id: str | None = None
+    # tool_call_id -> (subagent transcript, exception or None, nested tool results),
+    # handed from a subagent node to its `.complete` hook node
+    delegations: dict[str, Any] = field(default_factory=dict)
+
+
+class RunContext(BaseModel):
+    """The compiled graph's `context_schema`.
+
+    Plain `graph.ainvoke(...)` and LangGraph Studio may set the JSON fields below;
+    `generate()` and delegation also attach validated options and a `RunHandle`.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    max_steps: int | None = Field(default=None, ge=1, description="Supervisor iterations allowed.")
+    require_tool_approval: bool | None = Field(default=None, description="Ask before every tool call.")
+
+    _options: RunOptions | None = PrivateAttr(default=None)
+    _handle: RunHandle | None = PrivateAttr(default=None)
+
+    def __bool__(self) -> bool:
+        # LangGraph only replaces a parent's context with a truthy one.
+        return True
+
+    @classmethod
+    def for_run(cls, options: RunOptions, handle: RunHandle) -> RunContext:
+        ctx = cls()
+        ctx._options = options
+        ctx._handle = handle
+        return ctx
+
+    @property
+    def options(self) -> RunOptions | None:
+        return self._options
+
+    @property
+    def handle(self) -> RunHandle | None:
+        return self._handle
+
+    def effective(self, defaults: RunOptions) -> RunOptions:
+        """The options a node acts on: attached ones, else defaults plus JSON fields."""
+        opts = self._options or defaults
+        if self.max_steps is None and self.require_tool_approval is None:
+            return opts
+        update: dict[str, Any] = {}
+        if self.max_steps is not None:
+            update["max_steps"] = self.max_steps
+        if self.require_tool_approval is not None:
+            update["require_tool_approval"] = self.require_tool_approval
+        return opts.model_copy(update=update)

@@ -1,0 +1,138 @@
+"""Where a supervisor turn goes next: delegations, the tools node, or the end.
+
+Shared by the supervisor node (right after the model answers) and the iteration node
+(after `on_iteration_complete`), so the routing rules live in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypedDict
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
+from langgraph.graph import END
+from langgraph.types import Send
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from nodes.options import RunOptions
+from nodes.spec import AgentSpec
+
+__all__ = [
+    "DelegationArgs",
+    "DelegationTask",
+    "after_answer",
+    "dispatch",
+    "error_result",
+    "last_turn",
+    "results_pending",
+    "start_node",
+    "complete_node",
+    "TOOLS_NODE",
+    "SUPERVISOR_NODE",
+    "ITERATION_NODE",
+    "TASK_COMPLETE_NODE",
+]
+
+SUPERVISOR_NODE = "supervisor"
+TOOLS_NODE = "tools"
+ITERATION_NODE = "iteration"
+TASK_COMPLETE_NODE = "task_complete"
+
+
+def start_node(key: str) -> str:
+    return f"{key}.start"
+
+
+def complete_node(key: str) -> str:
+    return f"{key}.complete"
+
+
+class DelegationArgs(BaseModel):
+    """Arguments of an `agent-<key>` tool call."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    prompt: str = Field(min_length=1, description="The task for the subagent.")
+    max_steps: int | None = Field(default=None, ge=1, description="Step limit for the subagent.")
+
+
+class DelegationTask(TypedDict, total=False):
+    """The `Send` payload of one delegation: small and serialisable (it is checkpointed)."""
+
+    call: ToolCall
+    key: str
+    prompt: str
+    max_steps: int | None
+
+
+def error_result(call: ToolCall | dict[str, Any], text: str) -> ToolMessage:
+    return ToolMessage(
+        content=f"Error: {text}",
+        tool_call_id=call["id"] or "",
+        name=call.get("name"),
+        status="error",
+    )
+
+
+def _short(error: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in error.errors()
+    )
+
+
+def dispatch(
+    spec: AgentSpec, opts: RunOptions, ai: AIMessage, answered: set[str] | frozenset[str] = frozenset()
+) -> tuple[list[Send], list[ToolMessage]]:
+    """Sends for the tool calls of `ai` not in `answered`, and error results for calls
+    that cannot run."""
+    sends: list[Send] = []
+    errors: list[ToolMessage] = []
+    tool_calls: list[ToolCall] = []
+    via_start = bool(opts.delegation.on_delegation_start or opts.delegation.message_filter)
+    for call in ai.tool_calls:
+        if call["id"] in answered:
+            continue
+        name = call["name"]
+        key = spec.delegation_tools.get(name)
+        if key is not None:
+            try:
+                args = DelegationArgs.model_validate(call["args"])
+            except ValidationError as exc:
+                errors.append(error_result(call, f"invalid arguments for {name}: {_short(exc)}"))
+                continue
+            task: DelegationTask = {"call": call, "key": key, "prompt": args.prompt, "max_steps": args.max_steps}
+            sends.append(Send(start_node(key) if via_start else key, task))
+        elif name in spec.tools:
+            tool_calls.append(call)
+        else:
+            known = ", ".join(sorted([*spec.delegation_tools, *spec.tools])) or "none"
+            errors.append(error_result(call, f"there is no tool named {name!r}; available tools: {known}"))
+    if tool_calls:
+        sends.append(Send(TOOLS_NODE, {"calls": tool_calls}))
+    return sends, errors
+
+
+def after_answer(opts: RunOptions) -> str:
+    return TASK_COMPLETE_NODE if opts.is_task_complete else END
+
+
+def last_turn(messages: Sequence[BaseMessage]) -> tuple[int, AIMessage | None]:
+    """Index and message of the last AI message."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if isinstance(message, AIMessage):
+            return i, message
+    return -1, None
+
+
+def results_pending(messages: Sequence[BaseMessage]) -> bool:
+    """True while some tool call of the last AI turn has no result yet.
+
+    Parallel branches of different lengths (a rejected delegation and a real one)
+    reach the supervisor in different steps; it waits for the last one.
+    """
+    index, ai = last_turn(messages)
+    if ai is None or not ai.tool_calls:
+        return False
+    answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
+    return any(call["id"] not in answered for call in ai.tool_calls)

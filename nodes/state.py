@@ -1,0 +1,113 @@
+"""The graph state every supervisor (and every subagent, recursively) runs on.
+
+Only what must survive a restart lives here. `messages` is a `DeltaChannel`: each
+checkpoint stores the messages written in that step, not the whole list, so storage
+grows linearly with the conversation instead of quadratically.
+
+Per-run figures (iteration count, usage) are *derived* from the messages of the
+current run instead of being stored and reset, which keeps them right across a pause
+and resume and under LangGraph Studio, where callers send only `messages`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+__all__ = [
+    "FEEDBACK_MARK",
+    "SupervisorState",
+    "Usage",
+    "add_usage",
+    "feedback_message",
+    "is_run_input",
+    "run_start",
+    "usage_of_run",
+    "zero_usage",
+]
+
+# Marks messages the library adds on a run's behalf (feedback), so they do not count
+# as the start of a new run.
+FEEDBACK_MARK = "supervisor_graph_feedback"
+
+
+def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> list[AnyMessage]:
+    for batch in batches:
+        current = add_messages(current, batch)  # type: ignore[assignment]
+    return current
+
+
+def _append(current: list[str] | None, more: list[str] | None) -> list[str]:
+    return [*(current or []), *(more or [])]
+
+
+def _either(current: bool | None, more: bool | None) -> bool:
+    return bool(current) or bool(more)
+
+
+class SupervisorState(TypedDict, total=False):
+    """State of one agent's graph."""
+
+    messages: Annotated[list[AnyMessage], DeltaChannel(_add_message_batches)]
+    # How the last run ended (written by whichever node ends it).
+    finish_reason: str | None
+    # Feedback from hooks waiting for the next supervisor turn (it cannot be added
+    # while tool results are still owed to the last AI message).
+    feedback: Annotated[list[str], _append]
+    # Set by `bail()` in any concurrent `on_delegation_complete`.
+    bail: Annotated[bool, _either]
+    # Iteration after which this run stops (`on_iteration_complete` said stop).
+    stop_at: int | None
+
+
+Usage = dict[str, int]
+
+
+def feedback_message(text: str, source: str) -> HumanMessage:
+    return HumanMessage(content=text, additional_kwargs={FEEDBACK_MARK: source})
+
+
+def zero_usage() -> Usage:
+    return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+
+
+def add_usage(total: Usage, more: Any) -> Usage:
+    if not more:
+        return total
+    get = more.get
+    total["input_tokens"] += int(get("input_tokens", 0) or 0)
+    total["output_tokens"] += int(get("output_tokens", 0) or 0)
+    total["total_tokens"] += int(get("total_tokens", 0) or 0)
+    return total
+
+
+def is_run_input(message: BaseMessage) -> bool:
+    """A user message that starts a run (library-added feedback does not)."""
+    return isinstance(message, HumanMessage) and FEEDBACK_MARK not in message.additional_kwargs
+
+
+def run_start(messages: Sequence[BaseMessage]) -> int:
+    """Index of the current run's input message (0 when there is none)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if is_run_input(messages[i]):
+            return i
+    return 0
+
+
+def usage_of_run(messages: Sequence[BaseMessage], start: int) -> Usage:
+    """Usage of every model call since `start`, subagents' included.
+
+    A delegation's tool message carries its subagent run's total in its artifact.
+    """
+    total = zero_usage()
+    for message in messages[start:]:
+        if isinstance(message, AIMessage):
+            add_usage(total, message.usage_metadata)
+        elif isinstance(message, ToolMessage) and isinstance(message.artifact, dict):
+            add_usage(total, message.artifact.get("usage"))
+    return total

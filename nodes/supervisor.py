@@ -1,0 +1,153 @@
+"""The supervisor node: one model call per iteration, then route the turn."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Overwrite
+
+from nodes.events import Emitter
+from nodes.options import RunContext, RunOptions
+from nodes.routing import ITERATION_NODE, SUPERVISOR_NODE, after_answer, dispatch, error_result, results_pending
+from nodes.scope import run_scope
+from nodes.spec import AgentSpec
+from nodes.state import SupervisorState, feedback_message, is_run_input
+
+__all__ = ["end_update", "finish_reason_of", "iteration_of_run", "make_supervisor_node", "model_input", "route_turn"]
+
+
+def iteration_of_run(messages: Sequence[BaseMessage]) -> int:
+    """Supervisor iterations so far in the current run (AI turns since its input)."""
+    count = 0
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if isinstance(message, AIMessage):
+            count += 1
+        elif is_run_input(message):
+            break
+    return count
+
+
+def model_input(system: str, context: Sequence[BaseMessage], messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """System prompt, read-only context, then the conversation with every parallel
+    turn's tool results in the order the model called the tools."""
+    out: list[BaseMessage] = [SystemMessage(content=system)] if system else []
+    out.extend(context)
+    i, n = 0, len(messages)
+    while i < n:
+        message = messages[i]
+        out.append(message)
+        i += 1
+        if isinstance(message, AIMessage) and len(message.tool_calls) > 1:
+            j = i
+            while j < n and isinstance(messages[j], ToolMessage):
+                j += 1
+            if j - i > 1:
+                order = {call["id"]: k for k, call in enumerate(message.tool_calls)}
+                results = sorted(messages[i:j], key=lambda m: order.get(getattr(m, "tool_call_id", ""), 1 << 30))
+                out.extend(results)
+                i = j
+    return out
+
+
+def _repair_invalid_calls(ai: AIMessage) -> tuple[AIMessage, list[ToolMessage]]:
+    """Calls whose arguments were not valid JSON become regular calls with an error
+    result, so the model sees what went wrong and the transcript stays well formed."""
+    if not ai.invalid_tool_calls:
+        return ai, []
+    repaired = list(ai.tool_calls)
+    errors = []
+    for bad in ai.invalid_tool_calls:
+        call = {"name": bad.get("name") or "unknown", "args": {}, "id": bad.get("id") or "", "type": "tool_call"}
+        repaired.append(call)  # type: ignore[arg-type]
+        detail = bad.get("error") or f"arguments were not valid JSON: {json.dumps(bad.get('args'))[:200]}"
+        errors.append(error_result(call, f"malformed arguments for {call['name']}: {detail}"))
+    return ai.model_copy(update={"tool_calls": repaired, "invalid_tool_calls": []}), errors
+
+
+def finish_reason_of(ai: AIMessage) -> str:
+    reason = (ai.response_metadata or {}).get("finish_reason") or (ai.response_metadata or {}).get("stop_reason")
+    return "length" if reason in ("length", "max_tokens") else "stop"
+
+
+def end_update(state: SupervisorState, finish_reason: str, messages: list[BaseMessage] | None = None) -> dict[str, Any]:
+    """The update that ends a run: its finish reason, and per-run flags cleared."""
+    update: dict[str, Any] = {"finish_reason": finish_reason}
+    if messages:
+        update["messages"] = messages
+    if state.get("stop_at") is not None:
+        update["stop_at"] = None
+    if state.get("bail"):
+        update["bail"] = Overwrite(False)
+    return update
+
+
+def make_supervisor_node(spec: AgentSpec) -> Any:
+    async def supervisor(state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
+        messages = state.get("messages") or []
+        if results_pending(messages):
+            return None  # a longer parallel branch will bring the last result
+        pending = [feedback_message(text, "hook") for text in state.get("feedback") or []]
+        consumed: dict[str, Any] = {"feedback": Overwrite([])} if pending else {}
+        if state.get("bail"):
+            return Command(update={**end_update(state, "bail", pending), **consumed}, goto=END)
+        opts, handle = run_scope(spec, config, runtime)
+        if handle.abort_signal is not None and handle.abort_signal.is_set():
+            return Command(update={**end_update(state, "abort", pending), **consumed}, goto=END)
+        iteration = iteration_of_run(messages)
+        stop_at = state.get("stop_at")
+        if iteration >= opts.max_steps or (stop_at is not None and iteration >= stop_at):
+            reason = "max_steps" if stop_at is None else "stop"
+            return Command(update={**end_update(state, reason, pending), **consumed}, goto=END)
+
+        emit = Emitter(runtime, handle.agent_path, handle.run_id)
+        emit("step-start", {"iteration": iteration + 1})
+        model = await spec.resolve_model(handle.request_context)
+        system = await spec.resolve_instructions(handle.request_context)
+        history = [*messages, *pending] if pending else messages
+        response = await model.ainvoke(model_input(system, handle.context_messages, history), config)
+        if not isinstance(response, AIMessage):
+            raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
+        response, errors = _repair_invalid_calls(response)
+
+        if emit.active:
+            for call in response.tool_calls:
+                emit("tool-call", {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"]})
+            emit(
+                "step-finish",
+                {
+                    "iteration": iteration + 1,
+                    "finish_reason": "tool-calls" if response.tool_calls else finish_reason_of(response),
+                    "usage": response.usage_metadata,
+                },
+            )
+        command = route_turn(spec, opts, state, response, errors)
+        if pending:
+            command.update["messages"] = [*pending, *command.update["messages"]]  # type: ignore[index]
+            command.update.update(consumed)  # type: ignore[union-attr]
+        return command
+
+    return supervisor
+
+
+def route_turn(
+    spec: AgentSpec,
+    opts: RunOptions,
+    state: SupervisorState,
+    response: AIMessage,
+    errors: list[ToolMessage],
+) -> Command[Any]:
+    """The update and destination after a model turn."""
+    if opts.on_iteration_complete is not None:
+        return Command(update={"messages": [response, *errors]}, goto=ITERATION_NODE)
+    if not response.tool_calls:
+        return Command(update=end_update(state, finish_reason_of(response), [response]), goto=after_answer(opts))
+    sends, more_errors = dispatch(spec, opts, response, {e.tool_call_id for e in errors})
+    errors.extend(more_errors)
+    return Command(update={"messages": [response, *errors]}, goto=sends or SUPERVISOR_NODE)

@@ -1,0 +1,69 @@
+"""supervisor-graph: declare a supervisor agent and its subagents in Python and run them
+as a LangGraph `StateGraph`.
+
+Example:
+    >>> from supervisor_graph import Agent
+    >>> from supervisor_graph.testing import ScriptedChatModel, delegate
+    >>> research = Agent(id="research-agent", description="Finds facts.",
+    ...                  model=ScriptedChatModel(responses=["- Tutoring systems adapt to each student."]))
+    >>> parent = Agent(id="parent-agent", instructions="Delegate research, then answer.",
+    ...                model=ScriptedChatModel(responses=[delegate("research_agent", "AI in education"),
+    ...                                                   "AI tutors adapt to students."]),
+    ...                agents={"research_agent": research})
+    >>> result = parent.generate_sync("Tell me about AI in education")
+    >>> result.text, result.finish_reason, result.usage.total_tokens
+    ('AI tutors adapt to students.', 'stop', 45)
+"""
+
+from nodes.context import AbortController, AbortSignal, RequestContext
+from nodes.delegation import (
+    DelegationCompleteContext,
+    DelegationCompleteResult,
+    DelegationStartContext,
+    DelegationStartResult,
+)
+from nodes.iteration import IterationContext, IterationResult
+from nodes.options import DelegationOptions, MemoryOptions, RunContext, RunOptions
+from nodes.state import SupervisorState
+from supervisor_graph.agent import Agent
+from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage
+from supervisor_graph.compiler import compile_agent
+from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, SupervisorGraphError, ThreadBusyError
+from supervisor_graph.memory import Memory, ThreadRecord
+from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
+from supervisor_graph.tools import create_tool
+
+DELEGATION_HOOK_ERRORS = "supervisor_graph.delegation_hook_errors"
+
+__all__ = [
+    "DELEGATION_HOOK_ERRORS",
+    "AbortController",
+    "AbortSignal",
+    "Agent",
+    "AgentStream",
+    "DelegationCompleteContext",
+    "DelegationCompleteResult",
+    "DelegationOptions",
+    "DelegationStartContext",
+    "DelegationStartResult",
+    "FinishChunk",
+    "GenerateResult",
+    "IterationContext",
+    "IterationResult",
+    "Memory",
+    "MemoryOptions",
+    "MissingAPIKeyError",
+    "NothingPendingError",
+    "PendingItem",
+    "RequestContext",
+    "RunContext",
+    "RunOptions",
+    "StreamChunk",
+    "SupervisorGraphError",
+    "SupervisorState",
+    "ThreadBusyError",
+    "ThreadRecord",
+    "Usage",
+    "compile_agent",
+    "create_tool",
+]

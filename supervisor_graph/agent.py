@@ -1,0 +1,194 @@
+"""`Agent`: the declaration users write (SPEC §3)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as as_langchain_tool
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from nodes.options import RunOptions
+from nodes.spec import DELEGATION_PREFIX
+from supervisor_graph.memory import Memory
+from supervisor_graph.models import parse_model_string
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+
+    from supervisor_graph.run import AgentStream, GenerateResult
+
+__all__ = ["Agent", "SUBAGENT_KEY"]
+
+SUBAGENT_KEY = re.compile(r"^[A-Za-z0-9_-]{1,56}$")
+
+
+class Agent(BaseModel):
+    """A supervisor or subagent, declared in plain Python.
+
+    Example:
+        >>> from supervisor_graph.testing import ScriptedChatModel
+        >>> research = Agent(id="research-agent", description="Finds facts.",
+        ...                  model=ScriptedChatModel(responses=["- fact"]))
+        >>> parent = Agent(id="parent-agent", instructions="Delegate research.",
+        ...                model=ScriptedChatModel(responses=["done"]),
+        ...                agents={"research_agent": research})
+        >>> sorted(n for n in parent.compile().get_graph().nodes if "research" in n)
+        ['research_agent', 'research_agent.complete', 'research_agent.start']
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
+
+    id: str = Field(description="Unique id; subagents are known to hooks by it (primitive_id).")
+    name: str | None = None
+    description: str | None = Field(default=None, description="Required on subagents: the supervisor reads it.")
+    instructions: str | Callable[..., Any] | None = None
+    model: str | BaseChatModel | Callable[..., Any]
+    tools: dict[str, BaseTool] = Field(default_factory=dict)
+    agents: dict[str, Agent] = Field(default_factory=dict)
+    memory: Memory | None = None
+    default_options: dict[str, Any] = Field(default_factory=dict)
+    subagent_threads: Literal["per_delegation", "per_parent_thread"] = "per_delegation"
+
+    _graph: Any = PrivateAttr(default=None)
+    _defaults: RunOptions | None = PrivateAttr(default=None)
+
+    @field_validator("id")
+    @classmethod
+    def _id_not_empty(cls, value: str) -> str:
+        if not value or not value.strip():
+            raise ValueError("id must be a non-empty string")
+        return value
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _known_provider(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            parse_model_string(value)
+        elif not (isinstance(value, BaseChatModel) or callable(value)):
+            raise ValueError(
+                f"model must be a 'provider/model' string, a LangChain BaseChatModel or a callable; got {type(value).__name__}"
+            )
+        return value
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _normalise_tools(cls, value: Any) -> dict[str, BaseTool]:
+        if value is None:
+            return {}
+        items = value.items() if isinstance(value, dict) else ((None, t) for t in value)
+        out: dict[str, BaseTool] = {}
+        for key, item in items:
+            tool = item if isinstance(item, BaseTool) else _tool_from_callable(key, item)
+            name = key or tool.name
+            if name != tool.name:
+                tool = tool.model_copy(update={"name": name})
+            if name in out:
+                raise ValueError(f"two tools are named {name!r}; tool names must be unique")
+            out[name] = tool
+        return out
+
+    @field_validator("agents")
+    @classmethod
+    def _check_subagents(cls, value: dict[str, Agent]) -> dict[str, Agent]:
+        seen: dict[str, str] = {}
+        for key, sub in value.items():
+            if not SUBAGENT_KEY.match(key):
+                raise ValueError(
+                    f"subagent key {key!r} must match ^[A-Za-z0-9_-]{{1,56}}$ (it names a graph node and the tool agent-{key})"
+                )
+            if not sub.description:
+                raise ValueError(f"subagent {key!r} (id {sub.id!r}) needs a description: the supervisor model reads it")
+            if sub.id in seen:
+                raise ValueError(f"subagents {seen[sub.id]!r} and {key!r} have the same id {sub.id!r}; ids must be unique")
+            seen[sub.id] = key
+        return value
+
+    @field_validator("default_options")
+    @classmethod
+    def _check_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        RunOptions.model_validate(value)
+        return value
+
+    @model_validator(mode="after")
+    def _check_tree(self) -> Agent:
+        for key in self.agents:
+            if f"{DELEGATION_PREFIX}{key}" in self.tools:
+                raise ValueError(
+                    f"tools: tool name {DELEGATION_PREFIX}{key!r} clashes with the delegation tool of subagent "
+                    f"{key!r}; rename the tool"
+                )
+        check_cycles(self)
+        self._graph = None
+        self._defaults = None
+        return self
+
+    # -- compile and run -----------------------------------------------------
+
+    @property
+    def defaults(self) -> RunOptions:
+        """`default_options`, validated."""
+        if self._defaults is None:
+            self._defaults = RunOptions.model_validate(self.default_options)
+        return self._defaults
+
+    def compile(self, checkpointer: Any = None, store: Any = None) -> CompiledStateGraph:
+        """This agent as a LangGraph `CompiledStateGraph` (SPEC §4)."""
+        from supervisor_graph.compiler import compile_agent
+
+        return compile_agent(self, checkpointer=checkpointer, store=store)
+
+    @property
+    def graph(self) -> CompiledStateGraph:
+        """The graph `generate()` runs, compiled once without a checkpointer."""
+        if self._graph is None:
+            self._graph = self.compile()
+        return self._graph
+
+    async def generate(self, prompt: Any, **options: Any) -> GenerateResult:
+        """Run to the end and return the result (options of SPEC §5)."""
+        from supervisor_graph.run import generate
+
+        return await generate(self, prompt, **options)
+
+    async def stream(self, prompt: Any, **options: Any) -> AgentStream:
+        """Start a run and stream it: `text_stream`, `full_stream`, `await result()`."""
+        from supervisor_graph.run import stream
+
+        return await stream(self, prompt, **options)
+
+    def generate_sync(self, prompt: Any, **options: Any) -> GenerateResult:
+        """`generate` for scripts and notebooks."""
+        from supervisor_graph.run import run_sync
+
+        return run_sync(self.generate(prompt, **options))
+
+    def stream_sync(self, prompt: Any, **options: Any) -> Any:
+        """`stream` for scripts and notebooks: an iterator of full-stream chunks."""
+        from supervisor_graph.run import stream_sync
+
+        return stream_sync(self, prompt, **options)
+
+
+def _tool_from_callable(key: str | None, item: Any) -> BaseTool:
+    if not callable(item):
+        raise ValueError(f"tool {key or item!r} must be a LangChain tool, a create_tool(...) result or a function")
+    try:
+        return as_langchain_tool(item) if key is None else as_langchain_tool(key, item)  # type: ignore[call-overload,no-any-return]
+    except (ValueError, ValidationError, TypeError) as exc:
+        raise ValueError(f"tool {key or getattr(item, '__name__', item)!r} could not become a tool: {exc}") from exc
+
+
+def check_cycles(agent: Agent) -> None:
+    """Raise ValueError naming the path if an agent is (transitively) its own subagent."""
+
+    def walk(node: Agent, path: tuple[str, ...], ids: tuple[int, ...]) -> None:
+        for key, sub in node.agents.items():
+            if id(sub) in ids or sub.id in path:
+                raise ValueError(f"agents: cycle {' -> '.join((*path, sub.id))} (via key {key!r})")
+            walk(sub, (*path, sub.id), (*ids, id(sub)))
+
+    walk(agent, (agent.id,), (id(agent),))

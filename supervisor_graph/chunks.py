@@ -1,0 +1,62 @@
+"""Typed chunks of `full_stream` (SPEC §5)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ChunkType", "FinishChunk", "StreamChunk", "Usage", "make_chunk"]
+
+ChunkType = Literal[
+    "start",
+    "step-start",
+    "text-delta",
+    "reasoning-delta",
+    "tool-call",
+    "tool-result",
+    "tool-error",
+    "tool-call-approval",
+    "tool-call-suspended",
+    "delegation-start",
+    "delegation-complete",
+    "step-finish",
+    "finish",
+    "error",
+    "abort",
+]
+
+
+class Usage(BaseModel):
+    """Token usage summed over every model call of a run, subagents' included."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+
+class StreamChunk(BaseModel):
+    """One event of a run. `agent_path` names the agents from the top-level one down to
+    the one that produced it; `run_id` is the top-level run's id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: ChunkType
+    payload: dict[str, Any] = Field(default_factory=dict)
+    run_id: str
+    agent_path: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The text of a `text-delta` / `reasoning-delta` chunk."""
+        return str(self.payload.get("text", ""))
+
+
+class FinishChunk(StreamChunk):
+    type: Literal["finish"] = "finish"
+    finish_reason: str
+    usage: Usage
+
+
+def make_chunk(type_: str, payload: dict[str, Any], run_id: str, agent_path: tuple[str, ...]) -> StreamChunk:
+    return StreamChunk.model_construct(type=type_, payload=payload, run_id=run_id, agent_path=agent_path)

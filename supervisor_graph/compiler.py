@@ -1,0 +1,140 @@
+"""Compile an `Agent` declaration into a LangGraph `StateGraph` (SPEC §4).
+
+Shape (every subagent key `k` gets three nodes):
+
+    START -> supervisor -+- Send -> k.start -> k -> k.complete -+-> supervisor
+                         +- Send -> k ------------------------- +
+                         +- Send -> tools ----------------------+
+                         +-> iteration -> (the same fan-out) / task_complete / END
+                         +-> task_complete -> supervisor / END
+
+Hook nodes are on the graph for every delegation edge, but a run passes through one
+only when it has that hook, so unused hooks cost no super-step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.tools import BaseTool
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from nodes.delegation import make_complete_node, make_start_node
+from nodes.iteration import make_iteration_node
+from nodes.options import RunContext
+from nodes.routing import ITERATION_NODE, SUPERVISOR_NODE, TASK_COMPLETE_NODE, TOOLS_NODE, complete_node, start_node
+from nodes.spec import DELEGATION_PREFIX, AgentSpec
+from nodes.state import SupervisorState
+from nodes.subagent import make_subagent_node
+from nodes.supervisor import make_supervisor_node
+from nodes.task_complete import make_task_complete_node
+from nodes.tools import make_tools_node
+from supervisor_graph.agent import Agent, check_cycles
+from supervisor_graph.models import resolve_model_string
+from supervisor_graph.tools import requires_approval
+
+__all__ = ["build_spec", "compile_agent", "delegation_tool_schema"]
+
+
+def delegation_tool_schema(key: str, description: str) -> dict[str, Any]:
+    """The tool the supervisor model sees for subagent `key` (SPEC §6.1)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": f"{DELEGATION_PREFIX}{key}",
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "prompt": {"type": "string", "description": "The task for the subagent, with what it needs to know."},
+                    "max_steps": {"type": "integer", "minimum": 1, "description": "Optional step limit for the subagent."},
+                },
+                "required": ["prompt"],
+            },
+        },
+    }
+
+
+def _lazy_string_model(value: str) -> Any:
+    cache: list[Any] = []
+
+    def factory(_request_context: Any) -> Any:
+        if not cache:
+            cache.append(resolve_model_string(value))
+        return cache[0]
+
+    return factory
+
+
+def build_spec(agent: Agent) -> AgentSpec:
+    """Resolve a declaration into what its nodes need, once."""
+    tools: dict[str, BaseTool] = dict(agent.tools)
+    schemas: list[Any] = [
+        delegation_tool_schema(key, sub.description or "") for key, sub in agent.agents.items()
+    ]
+    schemas.extend(tools.values())
+    model = agent.model
+    static = None
+    factory = None
+    if isinstance(model, str):
+        factory = _lazy_string_model(model)
+    elif callable(model) and not hasattr(model, "bind_tools"):
+        factory = model
+    else:
+        static = model.bind_tools(schemas) if schemas else model  # type: ignore[union-attr]
+    return AgentSpec(
+        agent_id=agent.id,
+        instructions=agent.instructions,
+        model=static,
+        model_factory=factory,
+        tool_schemas=schemas,
+        tools=tools,
+        delegation_tools={f"{DELEGATION_PREFIX}{key}": key for key in agent.agents},
+        subagent_ids={key: sub.id for key, sub in agent.agents.items()},
+        defaults=agent.defaults,
+        approval_tools=frozenset(name for name, tool in tools.items() if requires_approval(tool)),
+    )
+
+
+def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[CompiledStateGraph, AgentSpec]:
+    spec = build_spec(agent)
+    builder = StateGraph(SupervisorState, context_schema=RunContext)
+    keys = list(agent.agents)
+    fan_out = (TOOLS_NODE, *keys, *(start_node(k) for k in keys))
+    builder.add_node(
+        SUPERVISOR_NODE,
+        make_supervisor_node(spec),
+        destinations=(*fan_out, SUPERVISOR_NODE, ITERATION_NODE, TASK_COMPLETE_NODE, END),
+    )
+    builder.add_node(TOOLS_NODE, make_tools_node(spec), destinations=(SUPERVISOR_NODE,))
+    per_parent = agent.subagent_threads == "per_parent_thread"
+    for key, sub in agent.agents.items():
+        sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None)
+        builder.add_node(start_node(key), make_start_node(spec, key, sub.id), destinations=(key, SUPERVISOR_NODE))
+        builder.add_node(
+            key,
+            make_subagent_node(spec, key, sub_spec, sub_graph, per_parent_thread=per_parent),
+            destinations=(complete_node(key), SUPERVISOR_NODE),
+        )
+        builder.add_node(complete_node(key), make_complete_node(spec, key, sub.id), destinations=(SUPERVISOR_NODE,))
+    builder.add_node(
+        ITERATION_NODE,
+        make_iteration_node(spec),
+        destinations=(*fan_out, SUPERVISOR_NODE, TASK_COMPLETE_NODE, END),
+    )
+    builder.add_node(TASK_COMPLETE_NODE, make_task_complete_node(spec), destinations=(SUPERVISOR_NODE, END))
+    builder.add_edge(START, SUPERVISOR_NODE)
+    graph = builder.compile(checkpointer=checkpointer, store=store, name=agent.id)
+    return graph, spec
+
+
+def compile_agent(agent: Agent, checkpointer: Any = None, store: Any = None) -> CompiledStateGraph:
+    """`agent` as a LangGraph `CompiledStateGraph`.
+
+    Subagents become subgraphs that inherit this graph's checkpointer (or the one LangGraph
+    Platform supplies), each delegation in a namespace of its own.
+    """
+    check_cycles(agent)  # the tree may have been changed after construction
+    graph, _ = _build(agent, checkpointer=checkpointer, store=store)
+    return graph

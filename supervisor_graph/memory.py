@@ -1,0 +1,104 @@
+"""`Memory`: where conversations are kept, and reading them back (SPEC §8)."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from contextlib import AsyncExitStack
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, StateGraph
+
+from checkpointers.naming import split_thread_id
+from checkpointers.threads import ThreadRecord, list_threads
+from checkpointers.urls import describe, is_shared_saver, open_saver
+from nodes.state import SupervisorState
+
+__all__ = ["Memory", "ThreadRecord"]
+
+
+def _reader() -> Any:
+    graph = StateGraph(SupervisorState)
+    graph.add_node("read", lambda state: None)
+    graph.add_edge(START, "read")
+    return graph.compile()
+
+
+_READER: Any = None
+
+
+class Memory:
+    """Conversation storage for an agent.
+
+    `storage` is `"file:app.db"` or a path (sqlite through aiosqlite), `":memory:"`,
+    `"postgresql://..."` (the `postgres` extra), or any LangGraph checkpointer.
+
+    Example:
+        >>> memory = Memory(storage=":memory:")
+        >>> memory.kind
+        'memory'
+    """
+
+    def __init__(self, storage: Any = ":memory:") -> None:
+        self.kind = describe(storage)
+        self.storage = storage
+        self._shared: BaseCheckpointSaver | None = None
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[BaseCheckpointSaver, AsyncExitStack]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._opening: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        return f"Memory(storage={self.storage!r})"
+
+    async def checkpointer(self) -> BaseCheckpointSaver:
+        """The checkpointer for the running event loop (database connections belong to one loop)."""
+        if is_shared_saver(self.storage):
+            if self._shared is None:
+                self._shared = await open_saver(self.storage, AsyncExitStack())
+            return self._shared
+        loop = asyncio.get_running_loop()
+        entry = self._by_loop.get(loop)
+        if entry is not None:
+            return entry[0]
+        lock = self._opening.setdefault(loop, asyncio.Lock())
+        async with lock:
+            entry = self._by_loop.get(loop)
+            if entry is None:
+                stack = AsyncExitStack()
+                entry = (await open_saver(self.storage, stack), stack)
+                self._by_loop[loop] = entry
+        return entry[0]
+
+    async def aclose(self) -> None:
+        """Close this loop's database connection."""
+        loop = asyncio.get_running_loop()
+        entry = self._by_loop.pop(loop, None)
+        if entry is not None:
+            await entry[1].aclose()
+
+    async def list_threads(self, filter: dict[str, Any] | None = None) -> list[ThreadRecord]:
+        """Threads, top-level and delegation ones: `filter={"metadata": {...}, "resource_id": ...}`."""
+        return await list_threads(await self.checkpointer(), filter)
+
+    async def get_messages(self, thread_id: str) -> list[BaseMessage]:
+        """The messages stored in a thread (a top-level one, or a `sub_agent_thread_id`)."""
+        global _READER
+        if _READER is None:
+            _READER = _reader()
+        thread, ns = split_thread_id(thread_id)
+        config = {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "__pregel_checkpointer": await self.checkpointer()}}
+        snapshot = await _READER.aget_state(config)
+        return list(snapshot.values.get("messages") or [])
+
+    def list_threads_sync(self, filter: dict[str, Any] | None = None) -> list[ThreadRecord]:
+        from supervisor_graph.run import run_sync
+
+        return run_sync(self.list_threads(filter))
+
+    def get_messages_sync(self, thread_id: str) -> list[BaseMessage]:
+        from supervisor_graph.run import run_sync
+
+        return run_sync(self.get_messages(thread_id))

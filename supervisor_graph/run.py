@@ -1,0 +1,457 @@
+"""Running a declared agent: `generate`, `stream` and their sync twins (SPEC §5)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+from pydantic import BaseModel, Field, ValidationError
+
+from nodes.context import RequestContext
+from nodes.events import EVENT_KEY
+from nodes.options import RunContext, RunHandle, RunOptions, merge_options
+from nodes.routing import SUPERVISOR_NODE
+from nodes.state import usage_of_run
+from nodes.subagent import text_of
+from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
+from supervisor_graph.errors import ThreadBusyError
+
+if TYPE_CHECKING:
+    from supervisor_graph.agent import Agent
+
+__all__ = ["AgentStream", "GenerateResult", "PendingItem", "generate", "run_sync", "stream", "stream_sync"]
+
+T = TypeVar("T")
+
+
+class PendingItem(BaseModel):
+    """Something the run waits for: an approval, a suspended tool, or a client tool."""
+
+    kind: str
+    interrupt_id: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    agent_path: tuple[str, ...] = ()
+    run_id: str | None = None
+    payload: Any = None
+
+
+class GenerateResult(BaseModel):
+    """The outcome of a run."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    text: str
+    messages: list[BaseMessage]
+    usage: Usage
+    finish_reason: str
+    run_id: str
+    thread_id: str | None = None
+    suspended: list[PendingItem] = Field(default_factory=list)
+
+
+# -- preparing a run ------------------------------------------------------------
+
+_busy: set[tuple[int, str]] = set()
+
+
+@dataclass(slots=True)
+class _Run:
+    agent: Agent
+    graph: Any
+    input: Any
+    config: RunnableConfig
+    context: RunContext
+    options: RunOptions
+    run_id: str
+    thread_id: str | None
+    first_input_id: str | None
+    input_count: int = 0
+    busy_key: tuple[int, str] | None = None
+    released: bool = field(default=False)
+
+    def release(self) -> None:
+        if self.busy_key is not None and not self.released:
+            _busy.discard(self.busy_key)
+            self.released = True
+
+
+def _input_messages(prompt: Any) -> list[BaseMessage]:
+    if isinstance(prompt, str):
+        messages: list[BaseMessage] = [HumanMessage(content=prompt)]
+    elif isinstance(prompt, BaseMessage):
+        messages = [prompt]
+    elif isinstance(prompt, Sequence) and prompt and all(isinstance(m, BaseMessage) for m in prompt):
+        messages = list(prompt)
+    else:
+        raise TypeError("prompt must be a string, a LangChain message or a non-empty list of messages")
+    for message in messages:
+        if message.id is None:
+            message.id = str(uuid.uuid4())
+    return messages
+
+
+async def _prepare(agent: Agent, prompt: Any, options: dict[str, Any], *, resume: Any = None) -> _Run:
+    try:
+        opts = RunOptions.model_validate(merge_options(agent.default_options, options))
+    except ValidationError as exc:
+        raise ValueError(f"invalid run options: {exc}") from None
+    run_id = uuid.uuid4()
+    config: RunnableConfig = {"run_id": run_id, "recursion_limit": 10_000}
+    thread_id = resource_id = None
+    busy_key = None
+    if opts.memory is not None:
+        if agent.memory is None:
+            raise ValueError(
+                f"memory={{'thread': ...}} needs storage: declare Agent(id={agent.id!r}, memory=Memory(storage=...))"
+            )
+        saver = await agent.memory.checkpointer()
+        thread_id, resource_id = opts.memory.thread, opts.memory.resource
+        config["configurable"] = {"thread_id": thread_id, "__pregel_checkpointer": saver}
+        config["metadata"] = {"resource_id": resource_id or ""}
+        busy_key = (id(saver), thread_id)
+        if busy_key in _busy:
+            raise ThreadBusyError(
+                f"thread {thread_id!r} already has a run in progress; wait for it or use another thread"
+            )
+        _busy.add(busy_key)
+    request_context = opts.request_context if opts.request_context is not None else RequestContext()
+    handle = RunHandle(
+        run_id=str(run_id),
+        agent_path=(agent.id,),
+        request_context=request_context,
+        abort_signal=opts.abort_signal,
+        thread_id=thread_id,
+        resource_id=resource_id,
+    )
+    if resume is not None:
+        graph_input: Any = resume
+        first_id = None
+    else:
+        messages = _input_messages(prompt)
+        graph_input = {"messages": messages}
+        first_id = messages[0].id
+    return _Run(
+        agent=agent,
+        graph=agent.graph,
+        input=graph_input,
+        config=config,
+        context=RunContext.for_run(opts, handle),
+        options=opts,
+        run_id=str(run_id),
+        thread_id=thread_id,
+        first_input_id=first_id,
+        input_count=0 if resume is not None else len(graph_input["messages"]),
+        busy_key=busy_key,
+    )
+
+
+async def _until_aborted(run: _Run, coro: Coroutine[Any, Any, T]) -> tuple[T | None, bool]:
+    """Run `coro`; cancel it (and any model call in flight) when the abort signal fires."""
+    signal = run.options.abort_signal
+    if signal is None:
+        return await coro, False
+    if signal.is_set():
+        coro.close()
+        return None, True
+    task = asyncio.ensure_future(coro)
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if task.done():
+        return task.result(), False
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    return None, True
+
+
+def _new_messages(run: _Run, messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
+    """This run's messages after its input, and the index its input starts at."""
+    if run.first_input_id is not None:
+        for i in range(len(messages) - 1, -1, -1):
+            if messages[i].id == run.first_input_id:
+                return list(messages[i + run.input_count :]), i
+    from nodes.state import run_start
+
+    start = run_start(messages)
+    return list(messages[start + 1 :]), start
+
+
+def _pending(run: _Run, interrupts: Sequence[Any]) -> list[PendingItem]:
+    items = []
+    for item in interrupts:
+        value = item.value if isinstance(item.value, dict) else {"payload": item.value}
+        items.append(
+            PendingItem(
+                kind=value.get("kind", "approval"),
+                interrupt_id=item.id,
+                tool_call_id=value.get("tool_call_id"),
+                tool_name=value.get("tool_name"),
+                args=value.get("args") or {},
+                agent_path=tuple(value.get("agent_path") or (run.agent.id,)),
+                run_id=run.run_id,
+                payload=value.get("payload", value),
+            )
+        )
+    return items
+
+
+def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> GenerateResult:
+    values = values or {}
+    messages = values.get("messages") or []
+    new, start = _new_messages(run, messages)
+    interrupts = values.get("__interrupt__") or ()
+    last = messages[-1] if messages else None
+    if aborted:
+        reason = "abort"
+    elif interrupts:
+        reason = "suspended"
+    else:
+        reason = values.get("finish_reason") or "stop"
+    return GenerateResult(
+        text=text_of(last) if isinstance(last, AIMessage) and not aborted else "",
+        messages=new,
+        usage=Usage(**usage_of_run(messages, start)),
+        finish_reason=reason,
+        run_id=run.run_id,
+        thread_id=run.thread_id,
+        suspended=_pending(run, interrupts),
+    )
+
+
+async def _aborted_values(run: _Run) -> dict[str, Any] | None:
+    if run.thread_id is None:
+        return None
+    snapshot = await run.graph.aget_state(run.config)
+    return dict(snapshot.values)
+
+
+async def generate(agent: Agent, prompt: Any, **options: Any) -> GenerateResult:
+    """Run `agent` on `prompt` to the end (see `Agent.generate`)."""
+    run = await _prepare(agent, prompt, options)
+    return await _generate(run)
+
+
+async def _generate(run: _Run) -> GenerateResult:
+    try:
+        values, aborted = await _until_aborted(
+            run, run.graph.ainvoke(run.input, run.config, context=run.context)
+        )
+        if aborted:
+            values = await _aborted_values(run)
+        return _result(run, values, aborted)
+    finally:
+        run.release()
+
+
+# -- streaming ------------------------------------------------------------------
+
+
+class AgentStream:
+    """A run in progress: iterate `full_stream` or `text_stream` (both may be read, each
+    from the start), then `await stream.result()`."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self._chunks: list[StreamChunk] = []
+        self._changed = asyncio.Event()
+        self._done = False
+        self._result: GenerateResult | None = None
+        self._error: BaseException | None = None
+        self._paths: dict[tuple[str, ...], tuple[str, ...]] = {(): (run.agent.id,)}
+        self._task = asyncio.ensure_future(self._pump())
+
+    @property
+    def run_id(self) -> str:
+        return self._run.run_id
+
+    def _push(self, chunk: StreamChunk) -> None:
+        self._chunks.append(chunk)
+        self._changed.set()
+
+    def _agent_path(self, ns: tuple[str, ...]) -> tuple[str, ...]:
+        path = self._paths.get(ns)
+        if path is None:
+            agent = self._run.agent
+            ids = [agent.id]
+            for part in ns:
+                key = part.split(":")[0]
+                sub = agent.agents.get(key)
+                if sub is None:  # a graph embedded by the user, not one of ours
+                    break
+                agent = sub
+                ids.append(agent.id)
+            path = self._paths[ns] = tuple(ids)
+        return path
+
+    async def _pump(self) -> None:
+        run = self._run
+        emit = self._push
+        emit(make_chunk("start", {"thread_id": run.thread_id}, run.run_id, (run.agent.id,)))
+        last_values: dict[str, Any] | None = None
+        streamed: set[str] = set()
+        try:
+
+            async def consume() -> None:
+                nonlocal last_values
+                async for ns, mode, data in run.graph.astream(
+                    run.input,
+                    run.config,
+                    context=run.context,
+                    stream_mode=["values", "messages", "custom", "updates"],
+                    subgraphs=True,
+                ):
+                    if mode == "custom":
+                        if isinstance(data, dict) and data.get(EVENT_KEY):
+                            emit(make_chunk(data["type"], data["payload"], data["run_id"], tuple(data["agent_path"])))
+                    elif mode == "messages":
+                        message, meta = data
+                        if meta.get("langgraph_node") != SUPERVISOR_NODE or not isinstance(message, AIMessage):
+                            continue
+                        if isinstance(message, AIMessageChunk):
+                            streamed.add(message.id or "")
+                        elif message.id in streamed:
+                            continue
+                        path = self._agent_path(ns)
+                        reasoning = _reasoning_text(message)
+                        if reasoning:
+                            emit(make_chunk("reasoning-delta", {"text": reasoning}, run.run_id, path))
+                        text = text_of(message)
+                        if text:
+                            emit(make_chunk("text-delta", {"text": text}, run.run_id, path))
+                    elif mode == "values" and not ns:
+                        last_values = data
+                    elif mode == "updates" and not ns and isinstance(data, dict) and "__interrupt__" in data:
+                        if last_values is not None:
+                            last_values = {**last_values, "__interrupt__": data["__interrupt__"]}
+
+            _, aborted = await _until_aborted(run, consume())
+            if aborted:
+                last_values = await _aborted_values(run)
+                emit(make_chunk("abort", {"reason": getattr(run.options.abort_signal, "reason", None)}, run.run_id, (run.agent.id,)))
+            result = _result(run, last_values, aborted)
+            for item in result.suspended:
+                kind = "tool-call-suspended" if item.kind == "suspend" else "tool-call-approval"
+                emit(make_chunk(kind, item.model_dump(), run.run_id, item.agent_path))
+            self._result = result
+            emit(
+                FinishChunk(
+                    payload={"finish_reason": result.finish_reason},
+                    run_id=run.run_id,
+                    agent_path=(run.agent.id,),
+                    finish_reason=result.finish_reason,
+                    usage=result.usage,
+                )
+            )
+        except BaseException as exc:  # surfaced to readers as an error chunk and by result()
+            self._error = exc
+            emit(make_chunk("error", {"error": type(exc).__name__, "message": str(exc)}, run.run_id, (run.agent.id,)))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            run.release()
+            self._done = True
+            self._changed.set()
+
+    @property
+    async def full_stream(self) -> AsyncIterator[StreamChunk]:  # type: ignore[misc]
+        """Every chunk of the run, in order."""
+        index = 0
+        while True:
+            while index < len(self._chunks):
+                yield self._chunks[index]
+                index += 1
+            if self._done:
+                return
+            self._changed.clear()
+            if index < len(self._chunks) or self._done:
+                continue
+            await self._changed.wait()
+
+    @property
+    async def text_stream(self) -> AsyncIterator[str]:  # type: ignore[misc]
+        """Text deltas of the top-level agent's answer."""
+        own = (self._run.agent.id,)
+        async for chunk in self.full_stream:
+            if chunk.type == "text-delta" and chunk.agent_path == own:
+                yield chunk.text
+
+    async def result(self) -> GenerateResult:
+        """The run's `GenerateResult` once it has ended (raises the run's error)."""
+        await asyncio.shield(self._task)
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+
+def _reasoning_text(message: AIMessage) -> str:
+    extra = message.additional_kwargs.get("reasoning_content")
+    if isinstance(extra, str):
+        return extra
+    if isinstance(message.content, list):
+        return "".join(
+            str(part.get("reasoning") or part.get("text") or "")
+            for part in message.content
+            if isinstance(part, dict) and part.get("type") in ("reasoning", "thinking")
+        )
+    return ""
+
+
+async def stream(agent: Agent, prompt: Any, **options: Any) -> AgentStream:
+    """Start `agent` on `prompt` and stream it (see `Agent.stream`)."""
+    return AgentStream(await _prepare(agent, prompt, options))
+
+
+async def resume_run(agent: Agent, value: Any, *, streaming: bool, **options: Any) -> Any:
+    run = await _prepare(agent, None, options, resume=Command(resume=value))
+    if streaming:
+        return AgentStream(run)
+    return await _generate(run)
+
+
+# -- sync twins -----------------------------------------------------------------
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """One event loop thread for every sync call, so database connections opened for
+    one call serve the next (and work inside notebooks that run their own loop)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="supervisor-graph-sync", daemon=True).start()
+        return _loop
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` to completion from synchronous code."""
+    return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()
+
+
+def stream_sync(agent: Agent, prompt: Any, **options: Any) -> Iterator[StreamChunk]:
+    """`stream` for synchronous code: yields full-stream chunks."""
+    loop = _background_loop()
+    agent_stream = run_sync(stream(agent, prompt, **options))
+    chunks = agent_stream.full_stream.__aiter__()
+    while True:
+        try:
+            yield asyncio.run_coroutine_threadsafe(chunks.__anext__(), loop).result()
+        except StopAsyncIteration:
+            return

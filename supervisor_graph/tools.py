@@ -1,0 +1,76 @@
+"""`create_tool(...)`: tools declared the way the source documents declare them."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel
+
+__all__ = ["create_tool", "requires_approval", "is_client_tool"]
+
+
+def create_tool(
+    *,
+    id: str,
+    description: str,
+    input_schema: type[BaseModel],
+    execute: Callable[..., Any] | None = None,
+    require_approval: bool = False,
+) -> BaseTool:
+    """A LangChain tool whose `execute(input)` receives the validated `input_schema` model.
+
+    Example:
+        >>> from pydantic import BaseModel
+        >>> class Query(BaseModel):
+        ...     query: str
+        >>> search = create_tool(id="web_search", description="Search the web", input_schema=Query,
+        ...                      execute=lambda q: f"results for {q.query}")
+        >>> search.invoke({"query": "LangGraph"})
+        'results for LangGraph'
+
+    A tool without `execute` is a client tool: the run stops for the caller to answer it.
+    """
+    if not id:
+        raise ValueError("create_tool: id must be a non-empty tool name")
+    if not (isinstance(input_schema, type) and issubclass(input_schema, BaseModel)):
+        raise TypeError("create_tool: input_schema must be a pydantic model class")
+    metadata = {"require_approval": require_approval, "client_tool": execute is None}
+
+    def parse(kwargs: dict[str, Any]) -> BaseModel:
+        return input_schema.model_validate(kwargs)
+
+    if execute is None:
+
+        def client_side(**kwargs: Any) -> Any:
+            raise RuntimeError(f"{id} is a client tool: the caller answers it")
+
+        return StructuredTool.from_function(
+            func=client_side, name=id, description=description, args_schema=input_schema, metadata=metadata
+        )
+    if inspect.iscoroutinefunction(execute):
+
+        async def run_async(**kwargs: Any) -> Any:
+            return await execute(parse(kwargs))
+
+        return StructuredTool.from_function(
+            coroutine=run_async, name=id, description=description, args_schema=input_schema, metadata=metadata
+        )
+
+    def run(**kwargs: Any) -> Any:
+        result = execute(parse(kwargs))
+        return result
+
+    return StructuredTool.from_function(
+        func=run, name=id, description=description, args_schema=input_schema, metadata=metadata
+    )
+
+
+def requires_approval(tool: BaseTool) -> bool:
+    return bool((tool.metadata or {}).get("require_approval"))
+
+
+def is_client_tool(tool: BaseTool) -> bool:
+    return bool((tool.metadata or {}).get("client_tool"))
