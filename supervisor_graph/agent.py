@@ -118,7 +118,7 @@ class Agent(BaseModel):
         for key in self.agents:
             if f"{DELEGATION_PREFIX}{key}" in self.tools:
                 raise ValueError(
-                    f"tools: tool name {DELEGATION_PREFIX}{key!r} clashes with the delegation tool of subagent "
+                    f"tools: tool name '{DELEGATION_PREFIX}{key}' clashes with the delegation tool of subagent "
                     f"{key!r}; rename the tool"
                 )
         check_cycles(self)

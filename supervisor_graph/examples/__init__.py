@@ -1,0 +1,2 @@
+"""Runnable examples. `research_write` is the research-and-write supervisor that
+`supervisor-graph demo` runs and `langgraph.json` serves to LangGraph Studio."""

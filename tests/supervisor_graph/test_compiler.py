@@ -1,0 +1,73 @@
+"""The compiled graph's shape and contract (SPEC §4)."""
+
+from __future__ import annotations
+
+from langgraph.graph.state import CompiledStateGraph
+
+from nodes.options import RunContext
+from supervisor_graph import Agent, compile_agent
+from supervisor_graph.testing import ScriptedChatModel
+
+
+def tree() -> Agent:
+    leaf = Agent(id="leaf-agent", description="Leaf.", model=ScriptedChatModel(responses=["leaf"]))
+    mid = Agent(id="mid-agent", description="Mid.", model=ScriptedChatModel(responses=["mid"]), agents={"leaf": leaf})
+    other = Agent(id="other-agent", description="Other.", model=ScriptedChatModel(responses=["other"]))
+    return Agent(id="top", model=ScriptedChatModel(responses=["top"]), agents={"mid": mid, "other_agent": other})
+
+
+def test_node_names_are_stable() -> None:
+    graph = tree().compile()
+    assert isinstance(graph, CompiledStateGraph)
+    assert set(graph.nodes) == {
+        "__start__",
+        "supervisor",
+        "tools",
+        "iteration",
+        "task_complete",
+        "mid",
+        "mid.start",
+        "mid.complete",
+        "other_agent",
+        "other_agent.start",
+        "other_agent.complete",
+    }
+
+
+def test_compile_agent_function_and_checkpointer() -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    graph = compile_agent(tree(), checkpointer=saver)
+    assert graph.checkpointer is saver
+    assert tree().compile().checkpointer is None
+
+
+def test_mermaid_shows_the_delegation_edges() -> None:
+    mermaid = tree().compile().get_graph().draw_mermaid()
+    # Mermaid escapes "." in node ids as "\2e"
+    for edge in ("supervisor -.-> mid;", "mid -.-> mid\\2ecomplete;", "mid\\2estart -.-> mid;", "supervisor -.-> tools;"):
+        assert edge in mermaid, edge
+
+
+def test_options_travel_in_runtime_context_not_state() -> None:
+    graph = tree().compile()
+    assert graph.builder.context_schema is RunContext
+    state_keys = set(graph.builder.schemas[graph.builder.state_schema])
+    assert state_keys == {"messages", "finish_reason", "feedback", "bail", "stop_at"}
+    # Studio builds the context from JSON: all fields optional, schema serialisable.
+    schema = RunContext.model_json_schema()
+    assert not schema.get("required")
+    assert bool(RunContext())
+
+
+def test_subagents_are_subgraphs_to_any_depth() -> None:
+    top = tree()
+    graph = top.compile()
+    mid_node = graph.builder.nodes["mid"]
+    assert mid_node is not None
+    # the mid subagent's own graph has its leaf node
+    from supervisor_graph.compiler import _build
+
+    mid_graph, _ = _build(top.agents["mid"], checkpointer=None, store=None)
+    assert "leaf" in mid_graph.nodes and "leaf.start" in mid_graph.nodes
