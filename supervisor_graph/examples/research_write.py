@@ -158,7 +158,7 @@ def _writing_policy(messages: list[BaseMessage]) -> str:
     return "\n\n".join(
         [
             f"# {title}: what we know",
-            f"Why does {topic} matter? " + " ".join(facts[:half]),
+            f"What should you know about {topic}? " + " ".join(facts[:half]),
             " ".join(facts[half:]) if facts[half:] else "There is more to learn.",
             f"In short, {topic} is worth following closely: the promise is real, and so are the open questions.",
         ]
