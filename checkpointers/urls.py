@@ -64,15 +64,15 @@ async def open_saver(storage: Any, stack: AsyncExitStack) -> BaseCheckpointSaver
             raise ImportError(
                 "postgresql:// storage needs the postgres extra: pip install 'supervisor-graph[postgres]'"
             ) from exc
-        saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(storage))
-        await saver.setup()
-        return saver
+        postgres = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(storage))
+        await postgres.setup()
+        return postgres
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     path = str(storage) if isinstance(storage, Path) else _sqlite_path(storage)
     assert path is not None
     if path != ":memory:":
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(Path(path).expanduser()) if path != ":memory:" else path))
-    await saver.setup()
-    return saver
+    sqlite = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(Path(path).expanduser()) if path != ":memory:" else path))
+    await sqlite.setup()
+    return sqlite

@@ -22,8 +22,8 @@ from nodes.routing import SUPERVISOR_NODE, after_answer, dispatch, last_turn
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec, maybe_await
 from nodes.state import SupervisorState, feedback_message
-from nodes.supervisor import end_update, finish_reason_of, iteration_of_run
 from nodes.subagent import text_of
+from nodes.supervisor import end_update, finish_reason_of, iteration_of_run
 
 __all__ = ["IterationContext", "IterationResult", "make_iteration_node"]
 

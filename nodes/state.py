@@ -38,7 +38,7 @@ FEEDBACK_MARK = "supervisor_graph_feedback"
 
 def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> list[AnyMessage]:
     for batch in batches:
-        current = add_messages(current, batch)  # type: ignore[assignment]
+        current = add_messages(current, batch)  # type: ignore[assignment,arg-type]
     return current
 
 

@@ -26,7 +26,7 @@ from langgraph.types import Command, Send
 from checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
 from nodes.events import Emitter
 from nodes.options import RunContext, RunHandle, RunOptions
-from nodes.routing import SUPERVISOR_NODE, DelegationTask, complete_node
+from nodes.routing import SUPERVISOR_NODE, complete_node
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec
 from nodes.state import run_start, usage_of_run
@@ -222,14 +222,14 @@ def _tool_results(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     for message in messages:
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                calls[call["id"] or ""] = call  # type: ignore[assignment]
+                calls[call["id"] or ""] = dict(call)
         elif isinstance(message, ToolMessage):
-            call = calls.get(message.tool_call_id, {})
+            made = calls.get(message.tool_call_id, {})
             out.append(
                 {
                     "tool_call_id": message.tool_call_id,
-                    "tool_name": message.name or call.get("name"),
-                    "args": call.get("args", {}),
+                    "tool_name": message.name or made.get("name"),
+                    "args": made.get("args", {}),
                     "result": message.content,
                     "status": message.status,
                 }

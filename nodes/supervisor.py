@@ -76,11 +76,11 @@ def finish_reason_of(ai: AIMessage) -> str:
     return "length" if reason in ("length", "max_tokens") else "stop"
 
 
-def end_update(state: SupervisorState, finish_reason: str, messages: list[BaseMessage] | None = None) -> dict[str, Any]:
+def end_update(state: SupervisorState, finish_reason: str, messages: Sequence[BaseMessage] | None = None) -> dict[str, Any]:
     """The update that ends a run: its finish reason, and per-run flags cleared."""
     update: dict[str, Any] = {"finish_reason": finish_reason}
     if messages:
-        update["messages"] = messages
+        update["messages"] = list(messages)
     if state.get("stop_at") is not None:
         update["stop_at"] = None
     if state.get("bail"):

@@ -74,7 +74,7 @@ def build_spec(agent: Agent) -> AgentSpec:
         delegation_tool_schema(key, sub.description or "") for key, sub in agent.agents.items()
     ]
     schemas.extend(tools.values())
-    model = agent.model
+    model: Any = agent.model
     static = None
     factory = None
     if isinstance(model, str):
@@ -97,7 +97,7 @@ def build_spec(agent: Agent) -> AgentSpec:
     )
 
 
-def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[CompiledStateGraph, AgentSpec]:
+def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSpec]:
     spec = build_spec(agent)
     builder = StateGraph(SupervisorState, context_schema=RunContext)
     keys = list(agent.agents)

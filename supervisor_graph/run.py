@@ -445,6 +445,10 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()
 
 
+async def _next(chunks: AsyncIterator[StreamChunk]) -> StreamChunk:
+    return await chunks.__anext__()
+
+
 def stream_sync(agent: Agent, prompt: Any, **options: Any) -> Iterator[StreamChunk]:
     """`stream` for synchronous code: yields full-stream chunks."""
     loop = _background_loop()
@@ -452,6 +456,6 @@ def stream_sync(agent: Agent, prompt: Any, **options: Any) -> Iterator[StreamChu
     chunks = agent_stream.full_stream.__aiter__()
     while True:
         try:
-            yield asyncio.run_coroutine_threadsafe(chunks.__anext__(), loop).result()
+            yield asyncio.run_coroutine_threadsafe(_next(chunks), loop).result()
         except StopAsyncIteration:
             return

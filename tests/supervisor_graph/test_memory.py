@@ -8,10 +8,10 @@ import textwrap
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
 
 from supervisor_graph import Agent, Memory, ThreadBusyError
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
-from langchain_core.tools import tool
 
 
 @tool

@@ -1,0 +1,155 @@
+"""Checkpointers for the contenders, and counting wrappers around them.
+
+Every contender of one measurement gets the same kind of saver (`InMemorySaver`, or
+`AsyncSqliteSaver` over aiosqlite in a file of its own). The counting subclasses record
+each `aput` (one checkpoint) and `aput_writes` (one batch of pending writes) with the
+sizes `serde.dumps_typed` gives, which is what the sqlite saver stores.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+__all__ = [
+    "Counts",
+    "CountingInMemorySaver",
+    "CountingSqliteSaver",
+    "Storage",
+    "file_size",
+    "open_saver",
+    "stored_bytes",
+]
+
+KINDS = ("memory", "sqlite")
+
+
+@dataclass
+class Counts:
+    """What a saver was asked to store."""
+
+    checkpoints: int = 0  # aput calls
+    nested_checkpoints: int = 0  # of which in a subgraph namespace (checkpoint_ns != "")
+    checkpoint_bytes: int = 0  # dumps_typed(checkpoint) + dumps_typed(metadata)
+    write_batches: int = 0  # aput_writes calls
+    writes: int = 0  # (channel, value) pairs in them
+    write_bytes: int = 0  # dumps_typed(value) of each
+
+    @property
+    def total_bytes(self) -> int:
+        return self.checkpoint_bytes + self.write_bytes
+
+    def reset(self) -> None:
+        for f in fields(self):
+            setattr(self, f.name, 0)
+
+    def copy(self) -> Counts:
+        return Counts(**{f.name: getattr(self, f.name) for f in fields(self)})
+
+
+class _CountingMixin:
+    """Counts calls and serialized sizes, then defers to the real saver."""
+
+    counts: Counts
+    serde: Any
+
+    def _size(self, value: Any) -> int:
+        return len(self.serde.dumps_typed(value)[1])
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        counts = self.counts
+        counts.checkpoints += 1
+        if (config.get("configurable") or {}).get("checkpoint_ns"):
+            counts.nested_checkpoints += 1
+        counts.checkpoint_bytes += self._size(checkpoint) + self._size(dict(metadata))
+        return await super().aput(config, checkpoint, metadata, new_versions)  # type: ignore[misc,no-any-return]
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        counts = self.counts
+        counts.write_batches += 1
+        counts.writes += len(writes)
+        counts.write_bytes += sum(self._size(value) for _, value in writes)
+        await super().aput_writes(config, writes, task_id, task_path)  # type: ignore[misc]
+
+
+class CountingInMemorySaver(_CountingMixin, InMemorySaver):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.counts = Counts()
+
+
+class CountingSqliteSaver(_CountingMixin, AsyncSqliteSaver):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.counts = Counts()
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Which saver a contender gets: `kind` is "memory" or "sqlite" (then `path` is its file)."""
+
+    kind: str
+    path: Path | None = None
+    counting: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"storage kind must be one of {KINDS}, not {self.kind!r}")
+        if self.kind == "sqlite" and self.path is None:
+            raise ValueError("sqlite storage needs a path")
+
+    @property
+    def url(self) -> str:
+        """The `Memory(storage=...)` string for this storage."""
+        return ":memory:" if self.kind == "memory" else f"file:{self.path}"
+
+
+async def open_saver(storage: Storage, stack: AsyncExitStack) -> BaseCheckpointSaver:
+    """A fresh saver for `storage`; `stack` closes its connection."""
+    if storage.kind == "memory":
+        return CountingInMemorySaver() if storage.counting else InMemorySaver()
+    cls = CountingSqliteSaver if storage.counting else AsyncSqliteSaver
+    saver = await stack.enter_async_context(cls.from_conn_string(str(storage.path)))
+    await saver.setup()
+    return saver
+
+
+async def stored_bytes(saver: BaseCheckpointSaver) -> int | None:
+    """Bytes of checkpoint blobs, metadata and writes in a sqlite saver (None for others)."""
+    if not isinstance(saver, AsyncSqliteSaver):
+        return None
+    total = 0
+    for query in (
+        "SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM checkpoints",
+        "SELECT coalesce(sum(length(value)), 0) FROM writes",
+    ):
+        async with saver.lock, saver.conn.execute(query) as cur:
+            row = await cur.fetchone()
+        total += int(row[0]) if row else 0
+    return total
+
+
+def file_size(path: Path) -> int:
+    """Size of a sqlite database with its write-ahead log, if any."""
+    return sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if p.exists())
