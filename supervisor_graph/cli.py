@@ -142,6 +142,7 @@ class LiveView:
             self._line(depth, (who, "cyan"), " -> ", (str(p.get("agent_id")), "bold cyan"), f": {_short(p.get('prompt'))!r}")
         elif chunk.type == "delegation-complete":
             began = self.started.pop(p.get("tool_call_id") or "", None)
+            self._status(f"{who} is reading the result")
             took = f" in {time.perf_counter() - began:.2f}s" if began is not None else ""
             if p.get("success"):
                 self._line(depth + 1, (str(p.get("agent_id")), "bold cyan"), (f" answered{took}", "green"), f": {_short(p.get('text'))!r}")

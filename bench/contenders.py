@@ -1,0 +1,273 @@
+"""The three contenders, each making the same model calls per run.
+
+A run asks the supervisor model for `n` sequential delegations (one per supervisor turn,
+to `worker_0` ... `worker_{n-1}`), each worker model answers ``"result"`` once, and the
+supervisor model answers ``"done"``: `n + 1` supervisor calls and `n` worker calls.
+Policies look at the messages each model receives, so runs on fresh threads and turns
+of one long conversation both work.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from bench.savers import Storage, open_saver
+from supervisor_graph import Agent, Memory
+from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
+
+__all__ = ["CONTENDERS", "Contender", "build"]
+
+CONTENDERS = ("ours", "incumbent", "floor")
+INSTRUCTIONS = "Delegate each part of the task to a worker, one at a time, then answer."
+WORKER_DESCRIPTION = "Worker"
+WORKER_ANSWER = "result"
+FINAL_ANSWER = "done"
+PROMPT = "do it"
+RESOURCE = "bench"
+RECURSION_LIMIT = 10_000
+
+
+def _this_turn(messages: Sequence[BaseMessage]) -> Sequence[BaseMessage]:
+    """Messages after the last human message (the current turn of the conversation)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            return messages[i + 1 :]
+    return messages
+
+
+def _worker_policy(messages: list[BaseMessage]) -> str:
+    return WORKER_ANSWER
+
+
+def delegation_policy(n: int) -> Any:
+    """Supervisor policy for `ours` and `floor`: tools `agent-worker_<i>`, results are ToolMessages."""
+
+    def policy(messages: list[BaseMessage]) -> Any:
+        done = sum(isinstance(m, ToolMessage) for m in _this_turn(messages))
+        return delegate(f"worker_{done}", PROMPT) if done < n else FINAL_ANSWER
+
+    return policy
+
+
+def handoff_policy(n: int) -> Any:
+    """Supervisor policy for the incumbent: tools `transfer_to_worker_<i>`."""
+
+    def policy(messages: list[BaseMessage]) -> Any:
+        done = sum(
+            isinstance(m, ToolMessage) and (m.name or "").startswith("transfer_to_") for m in _this_turn(messages)
+        )
+        return tool_call(f"transfer_to_worker_{done}", {}) if done < n else FINAL_ANSWER
+
+    return policy
+
+
+class Contender:
+    """One contender built for `n` delegations per run on one storage."""
+
+    name: str
+
+    def __init__(self, n: int, storage: Storage, supervisor: ScriptedChatModel, workers: list[ScriptedChatModel]) -> None:
+        self.n = n
+        self.storage = storage
+        self.supervisor = supervisor
+        self.workers = workers
+        self._stack = AsyncExitStack()
+
+    async def setup(self) -> None:
+        raise NotImplementedError
+
+    async def run(self, prompt: str, thread: str) -> str:
+        """One run on `thread`; returns the final answer text."""
+        raise NotImplementedError
+
+    async def saver(self) -> BaseCheckpointSaver:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        await self._stack.aclose()
+
+    def call_counts(self) -> tuple[int, int]:
+        """(supervisor model calls, worker model calls) so far."""
+        return len(self.supervisor.calls), sum(len(w.calls) for w in self.workers)
+
+    def forget_calls(self) -> None:
+        """Drop the recorded model inputs (keeps long timing loops from hoarding memory)."""
+        self.supervisor.calls.clear()
+        for w in self.workers:
+            w.calls.clear()
+
+
+def _models(n: int, policy: Any) -> tuple[ScriptedChatModel, list[ScriptedChatModel]]:
+    return ScriptedChatModel(policy=policy), [ScriptedChatModel(policy=_worker_policy) for _ in range(n)]
+
+
+class Ours(Contender):
+    name = "ours"
+
+    async def setup(self) -> None:
+        if self.storage.counting:  # hand it the counting saver; otherwise the URL a user would write
+            storage: Any = await open_saver(self.storage, self._stack)
+        else:
+            storage = self.storage.url
+        self.memory = Memory(storage=storage)
+        self.agent = Agent(
+            id="parent",
+            instructions=INSTRUCTIONS,
+            model=self.supervisor,
+            agents={
+                f"worker_{i}": Agent(id=f"worker-{i}", description=WORKER_DESCRIPTION, model=w)
+                for i, w in enumerate(self.workers)
+            },
+            memory=self.memory,
+        )
+
+    async def run(self, prompt: str, thread: str) -> str:
+        result = await self.agent.generate(
+            prompt, memory={"thread": thread, "resource": RESOURCE}, max_steps=self.n + 1
+        )
+        if result.finish_reason != "stop":
+            raise RuntimeError(f"ours finished with {result.finish_reason!r}, expected 'stop'")
+        return result.text
+
+    async def saver(self) -> BaseCheckpointSaver:
+        return await self.memory.checkpointer()
+
+    async def aclose(self) -> None:
+        if not self.storage.counting:
+            await self.memory.aclose()
+        await super().aclose()
+
+
+class _GraphContender(Contender):
+    """A contender that is a compiled LangGraph graph on a saver we open."""
+
+    graph: Any
+    _saver: BaseCheckpointSaver
+
+    async def setup(self) -> None:
+        self._saver = await open_saver(self.storage, self._stack)
+        self.graph = self.build_graph().compile(checkpointer=self._saver)
+
+    def build_graph(self) -> StateGraph:
+        raise NotImplementedError
+
+    async def run(self, prompt: str, thread: str) -> str:
+        out = await self.graph.ainvoke(
+            {"messages": [HumanMessage(content=prompt)]},
+            {"configurable": {"thread_id": thread}, "recursion_limit": RECURSION_LIMIT},
+        )
+        last = out["messages"][-1]
+        return last.content if isinstance(last.content, str) else str(last.content)
+
+    async def saver(self) -> BaseCheckpointSaver:
+        return self._saver
+
+
+def _react_worker(model: ScriptedChatModel, name: str) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            from langgraph.prebuilt import create_react_agent
+
+            return create_react_agent(model=model, tools=[], name=name)
+        except ImportError:  # pragma: no cover - newer stacks
+            from langchain.agents import create_agent  # type: ignore[import-not-found]
+
+            return create_agent(model=model, tools=[], name=name)
+
+
+class Incumbent(_GraphContender):
+    """`langgraph_supervisor.create_supervisor` with its defaults (output_mode="last_message",
+    handoff messages on, tools named `transfer_to_<worker>`)."""
+
+    name = "incumbent"
+
+    def build_graph(self) -> StateGraph:
+        from langgraph_supervisor import create_supervisor
+
+        workers = [_react_worker(w, f"worker_{i}") for i, w in enumerate(self.workers)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return create_supervisor(workers, model=self.supervisor, prompt=INSTRUCTIONS)
+
+
+def _worker_context(message: BaseMessage) -> bool:
+    """The parent messages a worker sees (as ours does by default): no tool traffic, no empty ones."""
+    if isinstance(message, ToolMessage):
+        return False
+    if isinstance(message, AIMessage) and message.tool_calls:
+        return False
+    return bool(message.content)
+
+
+class Floor(_GraphContender):
+    """The least a LangGraph graph can do for the same model calls."""
+
+    name = "floor"
+
+    def build_graph(self) -> StateGraph:
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": f"agent-worker_{i}",
+                    "description": WORKER_DESCRIPTION,
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"prompt": {"type": "string"}},
+                        "required": ["prompt"],
+                    },
+                },
+            }
+            for i in range(len(self.workers))
+        ]
+        model = self.supervisor.bind_tools(tools)
+        system = SystemMessage(content=INSTRUCTIONS)
+        workers = {f"agent-worker_{i}": w for i, w in enumerate(self.workers)}
+
+        async def supervisor(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [await model.ainvoke([system, *state["messages"]])]}
+
+        async def worker(state: MessagesState) -> dict[str, Any]:
+            messages = state["messages"]
+            context = [m for m in messages if _worker_context(m)]
+            out = []
+            for call in messages[-1].tool_calls:  # type: ignore[attr-defined]
+                reply = await workers[call["name"]].ainvoke([*context, HumanMessage(content=call["args"]["prompt"])])
+                out.append(ToolMessage(content=reply.content, tool_call_id=call["id"], name=call["name"]))
+            return {"messages": out}
+
+        def route(state: MessagesState) -> str:
+            last = state["messages"][-1]
+            return "worker" if isinstance(last, AIMessage) and last.tool_calls else END
+
+        graph = StateGraph(MessagesState)
+        graph.add_node("supervisor", supervisor)
+        graph.add_node("worker", worker)
+        graph.add_edge(START, "supervisor")
+        graph.add_conditional_edges("supervisor", route, ["worker", END])
+        graph.add_edge("worker", "supervisor")
+        return graph
+
+
+_CLASSES: dict[str, tuple[type[Any], Any]] = {
+    "ours": (Ours, delegation_policy),
+    "incumbent": (Incumbent, handoff_policy),
+    "floor": (Floor, delegation_policy),
+}
+
+
+async def build(name: str, n: int, storage: Storage) -> Contender:
+    """Contender `name` ("ours", "incumbent", "floor") for `n` delegations per run."""
+    cls, policy = _CLASSES[name]
+    supervisor, workers = _models(n, policy(n))
+    contender = cls(n, storage, supervisor, workers)
+    await contender.setup()
+    return contender  # type: ignore[no-any-return]
