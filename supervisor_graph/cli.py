@@ -56,15 +56,15 @@ def load_agent(target: str) -> Agent:
         module = _import_file(Path(source))
     else:
         module = _import_module(source)
+    agents = sorted(name for name, value in vars(module).items() if isinstance(value, Agent))
+    hint = f" (agents defined there: {', '.join(agents)})" if agents else ""
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            agents = sorted(name for name, value in vars(module).items() if isinstance(value, Agent))
-            hint = f" (agents defined there: {', '.join(agents)})" if agents else ""
             raise CLIError(f"{source!r} has no attribute {attr!r}{hint}")
         obj = getattr(obj, part)
     if not isinstance(obj, Agent):
-        raise CLIError(f"{target!r} is a {type(obj).__name__}, not a supervisor_graph.Agent")
+        raise CLIError(f"{target!r} is not a supervisor_graph.Agent but a {type(obj).__name__} object{hint}")
     return obj
 
 
