@@ -1,45 +1,81 @@
-"""Hook nodes on a delegation edge: `<key>.start` before the subagent, `<key>.complete` after.
+"""Delegation control (SPEC §6.2-6.7): the hook nodes on a delegation edge, the message
+filter, hook-error handling and what the supervisor model sees of a result.
 
-The supervisor routes a delegation through these nodes only when the run has the hook
-(`on_delegation_start`, `on_delegation_complete`); otherwise it sends the call straight
-to the subagent node, so a hook that is not set costs nothing.
+`<key>.start` runs `on_delegation_start`; `<key>.complete` runs `on_delegation_complete`.
+The supervisor routes through them only when the run has that hook, so an unset hook
+costs no super-step. The message filter runs inside the subagent node (it shapes the
+subagent's model context, which is rebuilt whenever that node runs, also on resume).
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.pregel._read import ChannelRead
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nodes.context import RequestContext
-from nodes.options import RunContext
+from nodes.events import Emitter
+from nodes.options import RunContext, RunHandle, RunOptions
+from nodes.references import assign_ref, ref_line
 from nodes.routing import SUPERVISOR_NODE, DelegationTask
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec, maybe_await
 from nodes.supervisor import iteration_of_run
+from nodes.text import text_of
 
 __all__ = [
+    "DELEGATION_HOOK_ERRORS",
+    "RUN_ID_KEY",
+    "RESOURCE_ID_KEY",
+    "THREAD_ID_KEY",
+    "RUN_IDENTITY_KEYS",
     "DelegationCompleteContext",
     "DelegationCompleteResult",
+    "DelegationRecord",
     "DelegationStartContext",
     "DelegationStartResult",
+    "HookFailed",
+    "apply_message_filter",
+    "failure_text",
     "make_complete_node",
     "make_start_node",
+    "model_view",
+    "record_hook_error",
+    "run_hook",
     "validate_hook_result",
 ]
 
 log = logging.getLogger("supervisor_graph")
 
-DEFAULT_REJECTION = "The delegation was rejected."
+# Where every hook failure of a run is recorded, in the top-level run's request context.
+DELEGATION_HOOK_ERRORS = "__supervisor_graph_delegation_hook_errors"
+# Run-level identity keys in a request context; never copied to a delegation's context.
+RUN_ID_KEY = "__supervisor_graph_run_id"
+THREAD_ID_KEY = "__supervisor_graph_thread_id"
+RESOURCE_ID_KEY = "__supervisor_graph_resource_id"
+RUN_IDENTITY_KEYS = frozenset({RUN_ID_KEY, THREAD_ID_KEY, RESOURCE_ID_KEY, DELEGATION_HOOK_ERRORS})
+
+DEFAULT_REJECTION = "The supervisor's delegation policy declined this delegation."
+
+HookName = Literal["on_delegation_start", "message_filter", "on_delegation_complete"]
+
+
+# -- hook contexts and results ------------------------------------------------------
 
 
 class DelegationStartContext(BaseModel):
-    """What `on_delegation_start` receives."""
+    """What `on_delegation_start` receives. Set entries on `request_context` to pass
+    values down to the subagent; the parent's context is never changed."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -48,10 +84,11 @@ class DelegationStartContext(BaseModel):
     iteration: int
     request_context: RequestContext
     tool_call_id: str = ""
+    run_id: str = ""
 
 
 class DelegationStartResult(BaseModel):
-    """What `on_delegation_start` may return (a dict of these keys works too)."""
+    """What `on_delegation_start` may return (a dict with these keys works too)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -73,20 +110,85 @@ class DelegationCompleteContext(BaseModel):
     error: Any = None
     messages: list[BaseMessage] = Field(default_factory=list)
     tool_call_id: str = ""
+    run_id: str = ""
     bailed: bool = False
 
     def bail(self) -> None:
+        """Stop the parent's loop after this delegation (finish reason `bail`)."""
         self.bailed = True
 
 
 class DelegationCompleteResult(BaseModel):
+    """What `on_delegation_complete` may return (a dict with these keys works too)."""
+
     model_config = ConfigDict(extra="forbid")
 
     feedback: str | None = None
     result_text: str | None = None
 
 
+@dataclass(slots=True)
+class DelegationRecord:
+    """One delegation's outcome, kept in the run's memory for hooks, streams and
+    `GenerateResult.delegations` (never checkpointed in the parent's thread)."""
+
+    tool_call_id: str
+    key: str
+    agent_id: str
+    prompt: str
+    success: bool = True
+    text: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+    finish_reason: str = "stop"
+    sub_agent_tool_results: list[dict[str, Any]] = field(default_factory=list)
+    sub_agent_pending_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    sub_agent_thread_id: str | None = None
+    sub_agent_resource_id: str | None = None
+    error: BaseException | None = None
+    messages: list[BaseMessage] = field(default_factory=list)
+    ref_id: str | None = None
+    # what `on_delegation_complete` put in place of the text (may be "")
+    result_text: str | None = None
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "usage": self.usage,
+            "finish_reason": self.finish_reason,
+            "sub_agent_tool_results": self.sub_agent_tool_results,
+            "sub_agent_pending_tool_calls": self.sub_agent_pending_tool_calls,
+            "sub_agent_thread_id": self.sub_agent_thread_id,
+            "sub_agent_resource_id": self.sub_agent_resource_id,
+        }
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "tool_call_id": self.tool_call_id,
+            "agent_key": self.key,
+            "agent_id": self.agent_id,
+            "prompt": self.prompt,
+            "success": self.success,
+            "ref_id": self.ref_id,
+            "error": type(self.error).__name__ if self.error is not None else None,
+            **self.result(),
+        }
+
+
+# -- running hooks --------------------------------------------------------------
+
+
+class HookFailed(Exception):
+    """A hook raised or returned a value of the wrong shape (wrapped, with its name)."""
+
+    def __init__(self, hook: str, cause: BaseException) -> None:
+        super().__init__(f"{hook} failed: {type(cause).__name__}: {cause}")
+        self.hook = hook
+        self.cause = cause
+
+
 def validate_hook_result(model: type[BaseModel], value: Any, hook: str) -> Any:
+    """`value` as `model`: None means defaults; a dict is validated; anything else is an
+    error naming the hook and the offending fields."""
     if value is None:
         return model()
     if isinstance(value, model):
@@ -96,8 +198,110 @@ def validate_hook_result(model: type[BaseModel], value: Any, hook: str) -> Any:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        fields = ", ".join(".".join(str(p) for p in e["loc"]) for e in exc.errors())
-        raise ValueError(f"{hook} returned an invalid value (fields: {fields}): {exc}") from None
+        fields = ", ".join(".".join(str(p) for p in e["loc"]) or "value" for e in exc.errors())
+        raise ValueError(f"{hook} returned an invalid value for {fields}: {exc.errors()[0]['msg']}") from None
+
+
+async def run_hook(hook: Callable[..., Any], context: Any, model: type[BaseModel], name: str) -> Any:
+    """Call a sync or async hook and validate what it returns; any failure is `HookFailed`."""
+    try:
+        return validate_hook_result(model, await maybe_await(hook(context)), name)
+    except Exception as exc:  # noqa: BLE001 - hook failures follow the hook-error strategy
+        raise HookFailed(name, exc) from exc
+
+
+def record_hook_error(handle: RunHandle, failure: HookFailed, primitive_id: str, tool_call_id: str, warn: bool) -> None:
+    """Add a failure to the run's `DELEGATION_HOOK_ERRORS` list (under either strategy)."""
+    root = handle.root
+    records = root.get(DELEGATION_HOOK_ERRORS)
+    if not isinstance(records, list):
+        records = []
+        root.set(DELEGATION_HOOK_ERRORS, records)
+    records.append(
+        {
+            "hook": failure.hook,
+            "primitive_id": primitive_id,
+            "tool_call_id": tool_call_id,
+            "run_id": handle.run_id,
+            "name": type(failure.cause).__name__,
+            "message": str(failure.cause),
+        }
+    )
+    if warn:
+        log.warning("%s for %r failed (%s); continuing as if it were not set", failure.hook, primitive_id, failure)
+
+
+def failure_text(agent_id: str) -> str:
+    """What the supervisor model sees of a failed delegation: never the raw error."""
+    return f"[Delegation Failed] {agent_id} could not complete this task. Try another approach or explain the failure."
+
+
+# -- the subagent's view of the parent's conversation ---------------------------------
+
+
+def model_view(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The parent's conversation as model context for a subagent (SPEC §8): tool calls,
+    tool results and empty messages are dropped."""
+    out: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            continue
+        if isinstance(message, AIMessage):
+            text = text_of(message)
+            if not text:
+                continue
+            if message.tool_calls:
+                message = AIMessage(content=text, id=message.id, name=message.name)
+            out.append(message)
+        elif message.content:
+            out.append(message)
+    return out
+
+
+async def apply_message_filter(
+    opts: RunOptions, handle: RunHandle, messages: list[BaseMessage], primitive_id: str, prompt: str, tool_call_id: str
+) -> list[BaseMessage]:
+    """The parent's messages the subagent receives: `message_filter`'s choice, or all.
+
+    Raises:
+        HookFailed: the filter failed and the strategy is `throw`.
+    """
+    message_filter = opts.delegation.message_filter
+    if message_filter is None:
+        return messages
+    try:
+        chosen = await maybe_await(message_filter(messages=list(messages), primitive_id=primitive_id, prompt=prompt))
+        if not isinstance(chosen, list) or not all(isinstance(m, BaseMessage) for m in chosen):
+            raise TypeError(f"message_filter must return a list of messages, not {type(chosen).__name__}")
+        return chosen
+    except Exception as exc:  # noqa: BLE001
+        failure = HookFailed("message_filter", exc)
+        throw = opts.delegation.hook_error_strategy == "throw"
+        record_hook_error(handle, failure, primitive_id, tool_call_id, warn=not throw)
+        if throw:
+            raise failure from exc
+        return messages
+
+
+def _durable(config: RunnableConfig) -> bool:
+    saver = (config.get("configurable") or {}).get("__pregel_checkpointer")
+    return saver is not None and not isinstance(saver, InMemorySaver)
+
+
+def check_json(values: dict[str, Any], where: str) -> None:
+    """Request-context values must survive a durable checkpointer: JSON or a clear error."""
+    for key, value in values.items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"{where}: request context entry {key!r} holds a {type(value).__name__}, which is not "
+                "JSON-serialisable; with a durable checkpointer (sqlite, Postgres) request-context "
+                "values must be JSON values"
+            ) from None
+
+
+# -- the hook nodes -------------------------------------------------------------------
 
 
 def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
@@ -105,41 +309,43 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
         opts, handle = run_scope(parent, config, runtime)
         hook = opts.delegation.on_delegation_start
         call = task["call"]
-        if hook is None:
+        if hook is None:  # options changed between the turn and this node: pass through
             return Command(goto=Send(key, task))
-        from langgraph.pregel._read import ChannelRead
-
+        tool_call_id = call["id"] or ""
         messages = ChannelRead.do_read(config, select="messages", fresh=False) or []
+        child = handle.request_context.fork(RUN_IDENTITY_KEYS)
         ctx = DelegationStartContext(
             primitive_id=sub_id,
             prompt=task["prompt"],
             iteration=iteration_of_run(messages),
-            request_context=handle.request_context,
-            tool_call_id=call["id"] or "",
+            request_context=child,
+            tool_call_id=tool_call_id,
+            run_id=handle.run_id,
         )
+        throw = opts.delegation.hook_error_strategy == "throw"
         try:
-            decision = validate_hook_result(DelegationStartResult, await maybe_await(hook(ctx)), "on_delegation_start")
-        except Exception as exc:  # noqa: BLE001 - hook errors follow the warn strategy
-            if opts.delegation.hook_error_strategy == "throw":
-                rejected = ToolMessage(
-                    content=f"[Delegation Failed] on_delegation_start failed: {type(exc).__name__}",
-                    tool_call_id=call["id"] or "",
-                    name=call["name"],
-                    status="error",
+            decision: DelegationStartResult = await run_hook(hook, ctx, DelegationStartResult, "on_delegation_start")
+        except HookFailed as failure:
+            record_hook_error(handle, failure, sub_id, tool_call_id, warn=not throw)
+            if throw:
+                failed = ToolMessage(
+                    content=failure_text(sub_id), tool_call_id=tool_call_id, name=call["name"], status="error"
                 )
-                return Command(update={"messages": [rejected]}, goto=SUPERVISOR_NODE)
-            log.warning("on_delegation_start for %r raised %s: %s; continuing", sub_id, type(exc).__name__, exc)
-            return Command(goto=Send(key, task))
+                return Command(update={"messages": [failed]}, goto=SUPERVISOR_NODE)
+            decision = DelegationStartResult()
         if not decision.proceed:
             reason = decision.rejection_reason or DEFAULT_REJECTION
-            rejected = ToolMessage(
-                content=f"[Delegation Rejected] {reason}", tool_call_id=call["id"] or "", name=call["name"]
-            )
+            rejected = ToolMessage(content=f"[Delegation Rejected] {reason}", tool_call_id=tool_call_id, name=call["name"])
             return Command(update={"messages": [rejected]}, goto=SUPERVISOR_NODE)
+        values = child.to_dict()
+        if _durable(config):
+            check_json(values, f"on_delegation_start for {sub_id!r}")
         forward: DelegationTask = {
             **task,
             "prompt": decision.modified_prompt if decision.modified_prompt is not None else task["prompt"],
             "max_steps": decision.modified_max_steps or task.get("max_steps"),
+            "request_context": values,
+            "thread_metadata": decision.thread_metadata,
         }
         return Command(goto=Send(key, forward))
 
@@ -147,46 +353,90 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
     return delegation_start
 
 
-def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
-    async def delegation_complete(payload: dict[str, Any], config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
-        opts, handle = run_scope(parent, config, runtime)
-        message: ToolMessage = payload["message"]
-        call = payload["call"]
-        hook = opts.delegation.on_delegation_complete
-        if hook is None:
-            return Command(update={"messages": [message]}, goto=SUPERVISOR_NODE)
-        transcript, error, tool_results = handle.delegations.pop(call["id"] or "", ([], None, []))
-        artifact = dict(message.artifact or {})
-        success = message.status != "error"
-        ctx = DelegationCompleteContext(
-            primitive_id=sub_id,
-            result={
-                "text": message.content if success else "",
-                "usage": artifact.get("usage"),
-                "finish_reason": artifact.get("finish_reason"),
-                "sub_agent_tool_results": tool_results,
-                "sub_agent_pending_tool_calls": artifact.get("sub_agent_pending_tool_calls", []),
-                "sub_agent_thread_id": artifact.get("sub_agent_thread_id"),
-                "sub_agent_resource_id": artifact.get("sub_agent_resource_id"),
-            },
-            success=success,
-            error=error,
-            messages=transcript,
-            tool_call_id=call["id"] or "",
+def result_message(
+    opts: RunOptions, handle: RunHandle, record: DelegationRecord, call: dict[str, Any], artifact: dict[str, Any]
+) -> ToolMessage:
+    """The tool result the supervisor model sees for a finished delegation."""
+    replaced = record.result_text is not None
+    if not record.success:
+        return ToolMessage(
+            content=record.result_text if replaced else failure_text(record.agent_id),  # type: ignore[arg-type]
+            tool_call_id=record.tool_call_id,
+            name=call["name"],
+            artifact=artifact,
+            status="error",
         )
-        try:
-            outcome = validate_hook_result(DelegationCompleteResult, await maybe_await(hook(ctx)), "on_delegation_complete")
-        except Exception as exc:  # noqa: BLE001
-            log.warning("on_delegation_complete for %r raised %s: %s", sub_id, type(exc).__name__, exc)
-            outcome = DelegationCompleteResult()
-        if outcome.result_text is not None:
-            message = message.model_copy(update={"content": outcome.result_text})
-        update: dict[str, Any] = {"messages": [message]}
-        if outcome.feedback:
-            update["feedback"] = [outcome.feedback]
-        if ctx.bailed:
-            update["finish_reason"] = "bail"
-            update["bail"] = True
+    content = record.result_text if replaced else record.text
+    assert content is not None
+    if opts.delegation.enable_result_references and content:
+        record.ref_id = assign_ref(handle, record.agent_id, content)
+        artifact["ref_id"] = record.ref_id
+    if opts.delegation.include_sub_agent_tool_results_in_model_context:
+        content = json.dumps({**record.result(), "agent_id": record.agent_id}, default=str)
+    if record.ref_id:
+        content += ref_line(record.ref_id)
+    return ToolMessage(content=content, tool_call_id=record.tool_call_id, name=call["name"], artifact=artifact)
+
+
+def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
+    async def delegation_complete(payload: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
+        opts, handle = run_scope(parent, config, runtime)
+        call = payload["call"]
+        artifact: dict[str, Any] = dict(payload["artifact"])
+        tool_call_id = call["id"] or ""
+        record: DelegationRecord | None = handle.delegations.get(tool_call_id)
+        if record is None:  # resumed in a new process: rebuild what the checkpoint has
+            record = DelegationRecord(
+                tool_call_id=tool_call_id,
+                key=key,
+                agent_id=sub_id,
+                prompt=payload.get("prompt", ""),
+                success=artifact.get("success", True),
+                text=payload.get("text", ""),
+                usage=artifact.get("usage") or {},
+                finish_reason=artifact.get("finish_reason", "stop"),
+                sub_agent_thread_id=artifact.get("sub_agent_thread_id"),
+                sub_agent_resource_id=artifact.get("sub_agent_resource_id"),
+            )
+            handle.delegations[tool_call_id] = record
+        hook = opts.delegation.on_delegation_complete
+        update: dict[str, Any] = {}
+        if hook is not None:
+            ctx = DelegationCompleteContext(
+                primitive_id=sub_id,
+                result=record.result(),
+                success=record.success,
+                error=record.error,
+                messages=list(record.messages),
+                tool_call_id=tool_call_id,
+                run_id=handle.run_id,
+            )
+            throw = opts.delegation.hook_error_strategy == "throw"
+            try:
+                outcome: DelegationCompleteResult = await run_hook(
+                    hook, ctx, DelegationCompleteResult, "on_delegation_complete"
+                )
+            except HookFailed as failure:
+                record_hook_error(handle, failure, sub_id, tool_call_id, warn=not throw)
+                outcome = DelegationCompleteResult()
+                if throw and record.success:
+                    # the delegation becomes a failure; a failed one keeps its own error
+                    record.success, record.error, record.text = False, failure.cause, ""
+                    artifact["success"] = False
+            if outcome.result_text is not None:
+                record.result_text = outcome.result_text
+            if outcome.feedback:
+                update["feedback"] = [outcome.feedback]
+            if ctx.bailed:
+                update["bail"] = True
+        message = result_message(opts, handle, record, call, artifact)
+        emit = Emitter(runtime, handle.agent_path, handle.run_id)
+        if emit.active:
+            emit(
+                "tool-result" if record.success else "tool-error",
+                {"tool_name": call["name"], "result": message.content, **record.summary()},
+            )
+        update["messages"] = [message]
         return Command(update=update, goto=SUPERVISOR_NODE)
 
     delegation_complete.__name__ = f"{key}_complete"

@@ -22,8 +22,8 @@ from nodes.routing import SUPERVISOR_NODE, after_answer, dispatch, last_turn
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec, maybe_await
 from nodes.state import SupervisorState, feedback_message
-from nodes.subagent import text_of
 from nodes.supervisor import end_update, finish_reason_of, iteration_of_run
+from nodes.text import text_of
 
 __all__ = ["IterationContext", "IterationResult", "make_iteration_node"]
 
@@ -50,7 +50,7 @@ class IterationResult(BaseModel):
 
 def make_iteration_node(spec: AgentSpec) -> Any:
     async def iteration(state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
-        opts, _ = run_scope(spec, config, runtime)
+        opts, handle = run_scope(spec, config, runtime)
         messages = state.get("messages") or []
         index, ai = last_turn(messages)
         assert ai is not None, "the iteration node runs after a supervisor turn"
@@ -79,7 +79,7 @@ def make_iteration_node(spec: AgentSpec) -> Any:
             return Command(update=end_update(state, reason, feedback), goto=after_answer(opts))
 
         answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
-        sends, errors = dispatch(spec, opts, ai, answered)
+        sends, errors = dispatch(spec, opts, handle, ai, answered)
         update: dict[str, Any] = {}
         if errors:
             update["messages"] = errors

@@ -107,9 +107,18 @@ class RunHandle:
     context_messages: list[BaseMessage] = field(default_factory=list)
     thread_id: str | None = None
     resource_id: str | None = None
-    # tool_call_id -> (subagent transcript, exception or None, nested tool results),
-    # handed from a subagent node to its `.complete` hook node
+    # The top-level run's request context: hook failures at any depth are recorded there.
+    root_context: RequestContext | None = None
+    # Delegations of this run by tool call id (transcripts and errors stay in memory: the
+    # parent's thread must never hold a subagent's messages).
     delegations: dict[str, Any] = field(default_factory=dict)
+    # Result references of this run (SPEC §6.7): id -> text, and a counter per subagent.
+    refs: dict[str, str] = field(default_factory=dict)
+    ref_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def root(self) -> RequestContext:
+        return self.root_context if self.root_context is not None else self.request_context
 
 
 class RunContext(BaseModel):

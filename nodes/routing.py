@@ -14,7 +14,8 @@ from langgraph.graph import END
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from nodes.options import RunOptions
+from nodes.options import RunHandle, RunOptions
+from nodes.references import RefSpec, expand_refs
 from nodes.spec import AgentSpec
 
 __all__ = [
@@ -54,6 +55,7 @@ class DelegationArgs(BaseModel):
 
     prompt: str = Field(min_length=1, description="The task for the subagent.")
     max_steps: int | None = Field(default=None, ge=1, description="Step limit for the subagent.")
+    context_from_refs: list[str | RefSpec] | None = None
 
 
 class DelegationTask(TypedDict, total=False):
@@ -63,6 +65,10 @@ class DelegationTask(TypedDict, total=False):
     key: str
     prompt: str
     max_steps: int | None
+    # set by the start hook node: the subagent's request-context copy (plain JSON) and
+    # metadata for its thread
+    request_context: dict[str, Any]
+    thread_metadata: dict[str, Any] | None
 
 
 def error_result(call: ToolCall | dict[str, Any], text: str) -> ToolMessage:
@@ -81,14 +87,18 @@ def _short(error: ValidationError) -> str:
 
 
 def dispatch(
-    spec: AgentSpec, opts: RunOptions, ai: AIMessage, answered: set[str] | frozenset[str] = frozenset()
+    spec: AgentSpec,
+    opts: RunOptions,
+    handle: RunHandle,
+    ai: AIMessage,
+    answered: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[list[Send], list[ToolMessage]]:
     """Sends for the tool calls of `ai` not in `answered`, and error results for calls
     that cannot run."""
     sends: list[Send] = []
     errors: list[ToolMessage] = []
     tool_calls: list[ToolCall] = []
-    via_start = bool(opts.delegation.on_delegation_start or opts.delegation.message_filter)
+    via_start = opts.delegation.on_delegation_start is not None
     for call in ai.tool_calls:
         if call["id"] in answered:
             continue
@@ -100,7 +110,10 @@ def dispatch(
             except ValidationError as exc:
                 errors.append(error_result(call, f"invalid arguments for {name}: {_short(exc)}"))
                 continue
-            task: DelegationTask = {"call": call, "key": key, "prompt": args.prompt, "max_steps": args.max_steps}
+            prompt = args.prompt
+            if args.context_from_refs and opts.delegation.enable_result_references:
+                prompt = expand_refs(handle, prompt, args.context_from_refs)
+            task: DelegationTask = {"call": call, "key": key, "prompt": prompt, "max_steps": args.max_steps}
             sends.append(Send(start_node(key) if via_start else key, task))
         elif name in spec.tools:
             tool_calls.append(call)

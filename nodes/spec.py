@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool
 from nodes.context import RequestContext
 from nodes.options import RunOptions
 
-__all__ = ["AgentSpec", "DELEGATION_PREFIX", "maybe_await"]
+__all__ = ["AgentSpec", "DELEGATION_PREFIX", "maybe_await", "with_refs_parameter"]
 
 DELEGATION_PREFIX = "agent-"
 
@@ -33,44 +33,84 @@ async def maybe_await(value: Any) -> Any:
     return value
 
 
+REFS_PROPERTY = {
+    "type": "array",
+    "description": (
+        "Ids of earlier subagent results ([ref: id]) to pass verbatim before the prompt; "
+        'each an id or {"ref": id, "as": label, "note": text}.'
+    ),
+    "items": {
+        "anyOf": [
+            {"type": "string"},
+            {
+                "type": "object",
+                "properties": {"ref": {"type": "string"}, "as": {"type": "string"}, "note": {"type": "string"}},
+                "required": ["ref"],
+            },
+        ]
+    },
+}
+
+
+def with_refs_parameter(schema: dict[str, Any]) -> dict[str, Any]:
+    """A delegation tool schema that also takes `context_from_refs`."""
+    function = schema["function"]
+    parameters = function["parameters"]
+    return {
+        **schema,
+        "function": {
+            **function,
+            "parameters": {**parameters, "properties": {**parameters["properties"], "context_from_refs": REFS_PROPERTY}},
+        },
+    }
+
+
 @dataclass(slots=True)
 class AgentSpec:
     """Compile-time facts about one agent that its nodes act on."""
 
     agent_id: str
     instructions: Instructions
-    # The model already bound to every tool schema (static models), or a factory called
-    # per run with the request context (dynamic models), bound on first use and cached.
-    model: Runnable[Any, Any] | None
+    # A fixed chat model, or a factory called per run with the request context.
+    chat_model: BaseChatModel | None
     model_factory: ModelFactory | None
-    tool_schemas: list[dict[str, Any]]
+    # Delegation tool schemas first, then the agent's own tools.
+    delegation_schemas: list[dict[str, Any]]
     tools: Mapping[str, BaseTool]
     # "agent-<key>" -> key, and key -> the subagent's id
     delegation_tools: Mapping[str, str]
     subagent_ids: Mapping[str, str]
     defaults: RunOptions
     approval_tools: frozenset[str] = frozenset()
-    # id(model) -> (model, bound model); holding the model keeps its id from being reused
-    _bound: dict[int, tuple[Any, Runnable[Any, Any]]] = field(default_factory=dict)
+    # (id(model), with refs) -> (model, bound model); holding the model keeps its id
+    # from being reused while the entry lives
+    _bound: dict[tuple[int, bool], tuple[Any, Runnable[Any, Any]]] = field(default_factory=dict)
 
-    async def resolve_model(self, request_context: RequestContext) -> Runnable[Any, Any]:
-        if self.model is not None:
-            return self.model
-        assert self.model_factory is not None
-        model = await maybe_await(self.model_factory(request_context))
-        if not isinstance(model, BaseChatModel):
-            raise TypeError(
-                f"Agent {self.agent_id!r}: the model callable returned {type(model).__name__}; "
-                "it must return a LangChain BaseChatModel"
-            )
-        entry = self._bound.get(id(model))
+    def bind(self, model: BaseChatModel, with_refs: bool = False) -> Runnable[Any, Any]:
+        """`model` bound to this agent's tools, once per model (binding is not free)."""
+        key = (id(model), with_refs)
+        entry = self._bound.get(key)
         if entry is not None and entry[0] is model:
             return entry[1]
-        bound = model.bind_tools(self.tool_schemas) if self.tool_schemas else model
+        delegation = [with_refs_parameter(s) for s in self.delegation_schemas] if with_refs else self.delegation_schemas
+        schemas: list[Any] = [*delegation, *self.tools.values()]
+        bound: Runnable[Any, Any] = model.bind_tools(schemas) if schemas else model
         if len(self._bound) >= 64:
             self._bound.clear()
-        self._bound[id(model)] = (model, bound)
+        self._bound[key] = (model, bound)
         return bound
+
+    async def resolve_model(self, request_context: RequestContext, with_refs: bool = False) -> Runnable[Any, Any]:
+        model = self.chat_model
+        if model is None:
+            assert self.model_factory is not None
+            model = await maybe_await(self.model_factory(request_context))
+            if not isinstance(model, BaseChatModel):
+                raise TypeError(
+                    f"Agent {self.agent_id!r}: the model callable returned {type(model).__name__}; "
+                    "it must return a LangChain BaseChatModel"
+                )
+        return self.bind(model, with_refs and bool(self.delegation_schemas))
 
     async def resolve_instructions(self, request_context: RequestContext) -> str:
         if self.instructions is None or isinstance(self.instructions, str):

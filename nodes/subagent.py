@@ -11,6 +11,7 @@ final text.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import weakref
 from collections.abc import Sequence
@@ -24,51 +25,31 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
+from nodes.context import RequestContext
+from nodes.delegation import (
+    RESOURCE_ID_KEY,
+    RUN_ID_KEY,
+    RUN_IDENTITY_KEYS,
+    THREAD_ID_KEY,
+    DelegationRecord,
+    HookFailed,
+    apply_message_filter,
+    model_view,
+    result_message,
+)
 from nodes.events import Emitter
 from nodes.options import RunContext, RunHandle, RunOptions
 from nodes.routing import SUPERVISOR_NODE, complete_node
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec
-from nodes.state import run_start, usage_of_run
+from nodes.state import run_start, usage_of_run, zero_usage
+from nodes.text import text_of
 
-__all__ = ["RUN_IDENTITY_KEYS", "context_for_subagent", "make_subagent_node", "text_of"]
+__all__ = ["make_subagent_node", "text_of"]
 
 log = logging.getLogger("supervisor_graph")
 
-# Request-context keys that identify the top-level run and so are not copied down.
-RUN_IDENTITY_KEYS = frozenset({"run_id", "thread_id", "resource_id", "memory"})
-
 _thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-
-
-def text_of(message: BaseMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return "".join(
-        part if isinstance(part, str) else str(part.get("text", ""))
-        for part in content
-        if isinstance(part, str) or part.get("type") == "text"
-    )
-
-
-def context_for_subagent(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The parent's conversation as model context for a subagent: tool calls, tool
-    results and empty messages are dropped (SPEC §8)."""
-    out: list[BaseMessage] = []
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            continue
-        if isinstance(message, AIMessage):
-            text = text_of(message)
-            if not text:
-                continue
-            if message.tool_calls:
-                message = AIMessage(content=text, id=message.id, name=message.name)
-            out.append(message)
-        elif message.content:
-            out.append(message)
-    return out
 
 
 def _sub_options(parent: RunOptions, sub_defaults: RunOptions, max_steps: int | None, handle: RunHandle) -> RunOptions:
@@ -86,6 +67,12 @@ def _sub_options(parent: RunOptions, sub_defaults: RunOptions, max_steps: int | 
     return sub_defaults.model_copy(update=update)
 
 
+def _thread_metadata(values: dict[str, Any] | None) -> dict[str, Any]:
+    # LangGraph keeps only primitive metadata values on checkpoints: keep the caller's
+    # metadata as one JSON string, decoded again by `list_threads`.
+    return {"thread_metadata": json.dumps(values, default=str)} if values else {}
+
+
 def make_subagent_node(
     parent: AgentSpec,
     key: str,
@@ -99,6 +86,7 @@ def make_subagent_node(
     async def run_subagent(task: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         opts, handle = run_scope(parent, config, runtime)
         call = task["call"]
+        tool_call_id = call["id"] or ""
         prompt = task["prompt"]
         configurable = config.get("configurable") or {}
         ns = configurable.get("checkpoint_ns", "")
@@ -106,114 +94,112 @@ def make_subagent_node(
             ns = stable_namespace(ns)
         thread_id = delegation_thread_id(configurable.get("thread_id"), ns)
         resource_id = subagent_resource_id(handle.resource_id or handle.thread_id, key)
+        record = DelegationRecord(
+            tool_call_id=tool_call_id,
+            key=key,
+            agent_id=agent_id,
+            prompt=prompt,
+            sub_agent_thread_id=thread_id,
+            sub_agent_resource_id=resource_id,
+            usage=zero_usage(),
+        )
+        handle.delegations[tool_call_id] = record
 
-        parent_messages: list[BaseMessage] = ChannelRead.do_read(config, select="messages", fresh=False) or []
-        sub_handle = RunHandle(
-            run_id=handle.run_id,
-            agent_path=(*handle.agent_path, agent_id),
-            request_context=handle.request_context.fork(RUN_IDENTITY_KEYS),
-            abort_signal=handle.abort_signal,
-            context_messages=context_for_subagent([*handle.context_messages, *parent_messages]),
-            thread_id=thread_id,
-            resource_id=resource_id,
-        )
-        sub_opts = _sub_options(opts, sub_spec.defaults, task.get("max_steps"), sub_handle)
+        values = task.get("request_context")
+        request_context = RequestContext(values) if values is not None else handle.request_context.fork(RUN_IDENTITY_KEYS)
+        request_context.set(RUN_ID_KEY, handle.run_id)
+        request_context.set(THREAD_ID_KEY, thread_id)
+        request_context.set(RESOURCE_ID_KEY, resource_id)
+
         emit = Emitter(runtime, handle.agent_path, handle.run_id)
-        emit(
-            "delegation-start",
-            {"tool_call_id": call["id"], "agent_key": key, "agent_id": agent_id, "prompt": prompt},
-        )
-        sub_config: RunnableConfig = {
-            **config,
-            "metadata": {
-                **(config.get("metadata") or {}),
-                "agent_id": agent_id,
-                "resource_id": resource_id,
-                "parent_thread_id": handle.thread_id or "",
-                "delegation_thread_id": thread_id or "",
-            },
-        }
-        sub_input = {"messages": [HumanMessage(content=prompt)]}
-        success, error = True, None
-        messages: list[BaseMessage] = []
+        emit("delegation-start", {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": prompt})
         try:
+            parent_messages: list[BaseMessage] = ChannelRead.do_read(config, select="messages", fresh=False) or []
+            chosen = await apply_message_filter(
+                opts, handle, [*handle.context_messages, *parent_messages], agent_id, prompt, tool_call_id
+            )
+            sub_handle = RunHandle(
+                run_id=handle.run_id,
+                agent_path=(*handle.agent_path, agent_id),
+                request_context=request_context,
+                abort_signal=handle.abort_signal,
+                context_messages=model_view(chosen),
+                thread_id=thread_id,
+                resource_id=resource_id,
+                root_context=handle.root,
+            )
+            sub_opts = _sub_options(opts, sub_spec.defaults, task.get("max_steps"), sub_handle)
+            sub_config: RunnableConfig = {
+                **config,
+                "metadata": {
+                    **(config.get("metadata") or {}),
+                    "agent_id": agent_id,
+                    "resource_id": resource_id,
+                    "parent_thread_id": handle.thread_id or "",
+                    **_thread_metadata(task.get("thread_metadata")),
+                },
+            }
+            context = RunContext.for_run(sub_opts, sub_handle)
             if per_parent_thread and thread_id is not None:
                 lock = _thread_locks.get(thread_id)
                 if lock is None:
                     lock = _thread_locks[thread_id] = asyncio.Lock()
                 async with lock:
-                    out = await graph.ainvoke(sub_input, sub_config, context=RunContext.for_run(sub_opts, sub_handle))
+                    await _run(graph, prompt, sub_config, context, record)
             else:
-                out = await graph.ainvoke(sub_input, sub_config, context=RunContext.for_run(sub_opts, sub_handle))
+                await _run(graph, prompt, sub_config, context, record)
         except GraphBubbleUp:
             raise  # interrupts and parent commands belong to LangGraph
         except Exception as exc:  # noqa: BLE001 - a failed subagent is a failed tool result
-            success, error = False, exc
-            log.warning("subagent %r failed: %s: %s", agent_id, type(exc).__name__, exc)
-            out = None
+            record.success, record.error = False, exc.cause if isinstance(exc, HookFailed) else exc
+            record.finish_reason = "error"
+            log.warning("delegation to %r failed: %s: %s", agent_id, type(exc).__name__, exc)
 
-        if out is not None:
-            all_messages = out.get("messages") or []
-            start = run_start(all_messages)
-            messages = all_messages[start:]
-            last = messages[-1] if messages else None
-            text = text_of(last) if isinstance(last, AIMessage) else ""
-            usage = usage_of_run(all_messages, start)
-            finish_reason = out.get("finish_reason") or "stop"
-        else:
-            text, usage, finish_reason = "", {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}, "error"
-        tool_results = _tool_results(messages)
         artifact = {
             "agent_id": agent_id,
-            "success": success,
-            "usage": usage,
-            "finish_reason": finish_reason,
+            "success": record.success,
+            "usage": record.usage,
+            "finish_reason": record.finish_reason,
             "sub_agent_thread_id": thread_id,
             "sub_agent_resource_id": resource_id,
         }
-        if success:
-            result = ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], artifact=artifact)
-        else:
-            artifact["error"] = type(error).__name__
-            result = ToolMessage(
-                content=f"[Delegation Failed] {agent_id} could not complete the task.",
-                tool_call_id=call["id"],
-                name=call["name"],
-                artifact=artifact,
-                status="error",
-            )
         if emit.active:
-            payload = {
-                "tool_call_id": call["id"],
-                "agent_key": key,
-                "agent_id": agent_id,
-                "success": success,
-                "text": text,
-                "usage": usage,
-                "finish_reason": finish_reason,
-                "sub_agent_tool_results": tool_results,
-                "sub_agent_thread_id": thread_id,
-                "sub_agent_resource_id": resource_id,
-            }
-            emit("delegation-complete", payload)
-            emit(
-                "tool-result" if success else "tool-error",
-                {"tool_call_id": call["id"], "tool_name": call["name"], "result": result.content, **payload},
-            )
+            summary = record.summary()
+            emit("delegation-complete", summary)
         if opts.delegation.on_delegation_complete is not None:
-            # The transcript and error stay in memory: a Send payload is checkpointed in
-            # the parent's thread, which must never hold the subagent's messages.
-            handle.delegations[call["id"] or ""] = (messages, error, tool_results)
             return Command(
-                goto=Send(
-                    complete_node(key),
-                    {"call": call, "key": key, "message": result},
-                )
+                goto=Send(complete_node(key), {"call": call, "artifact": artifact, "text": record.text, "prompt": prompt})
             )
-        return Command(update={"messages": [result]}, goto=SUPERVISOR_NODE)
+        message = result_message(opts, handle, record, call, artifact)
+        if emit.active:
+            emit(
+                "tool-result" if record.success else "tool-error",
+                {"tool_name": call["name"], "result": message.content, **record.summary()},
+            )
+        return Command(update={"messages": [message]}, goto=SUPERVISOR_NODE)
 
     run_subagent.__name__ = key
     return run_subagent
+
+
+async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunContext, record: DelegationRecord) -> None:
+    """Run the subgraph, keeping its latest state so a failure still has the partial
+    transcript."""
+    latest: dict[str, Any] = {}
+    try:
+        async for values in graph.astream(
+            {"messages": [HumanMessage(content=prompt)]}, config, context=context, stream_mode="values"
+        ):
+            latest = values
+    finally:
+        messages = latest.get("messages") or []
+        start = run_start(messages)
+        record.messages = list(messages[start:])
+        record.usage = usage_of_run(messages, start)
+        record.sub_agent_tool_results = _tool_results(record.messages)
+    last = record.messages[-1] if record.messages else None
+    record.text = text_of(last) if isinstance(last, AIMessage) else ""
+    record.finish_reason = latest.get("finish_reason") or "stop"
 
 
 def _tool_results(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:

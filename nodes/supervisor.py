@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from nodes.events import Emitter
-from nodes.options import RunContext, RunOptions
+from nodes.options import RunContext, RunHandle, RunOptions
 from nodes.routing import ITERATION_NODE, SUPERVISOR_NODE, after_answer, dispatch, error_result, results_pending
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec
@@ -108,7 +108,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
 
         emit = Emitter(runtime, handle.agent_path, handle.run_id)
         emit("step-start", {"iteration": iteration + 1})
-        model = await spec.resolve_model(handle.request_context)
+        model = await spec.resolve_model(handle.request_context, opts.delegation.enable_result_references)
         system = await spec.resolve_instructions(handle.request_context)
         history = [*messages, *pending] if pending else messages
         response = await model.ainvoke(model_input(system, handle.context_messages, history), config)
@@ -127,7 +127,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
                     "usage": response.usage_metadata,
                 },
             )
-        command = route_turn(spec, opts, state, response, errors)
+        command = route_turn(spec, opts, handle, state, response, errors)
         if pending:
             command.update["messages"] = [*pending, *command.update["messages"]]  # type: ignore[index]
             command.update.update(consumed)  # type: ignore[union-attr]
@@ -139,6 +139,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
 def route_turn(
     spec: AgentSpec,
     opts: RunOptions,
+    handle: RunHandle,
     state: SupervisorState,
     response: AIMessage,
     errors: list[ToolMessage],
@@ -148,6 +149,6 @@ def route_turn(
         return Command(update={"messages": [response, *errors]}, goto=ITERATION_NODE)
     if not response.tool_calls:
         return Command(update=end_update(state, finish_reason_of(response), [response]), goto=after_answer(opts))
-    sends, more_errors = dispatch(spec, opts, response, {e.tool_call_id for e in errors})
+    sends, more_errors = dispatch(spec, opts, handle, response, {e.tool_call_id for e in errors})
     errors.extend(more_errors)
     return Command(update={"messages": [response, *errors]}, goto=sends or SUPERVISOR_NODE)

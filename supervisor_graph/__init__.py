@@ -17,6 +17,10 @@ Example:
 
 from nodes.context import AbortController, AbortSignal, RequestContext
 from nodes.delegation import (
+    DELEGATION_HOOK_ERRORS,
+    RESOURCE_ID_KEY,
+    RUN_ID_KEY,
+    THREAD_ID_KEY,
     DelegationCompleteContext,
     DelegationCompleteResult,
     DelegationStartContext,
@@ -33,10 +37,11 @@ from supervisor_graph.memory import Memory, ThreadRecord
 from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
 from supervisor_graph.tools import create_tool
 
-DELEGATION_HOOK_ERRORS = "supervisor_graph.delegation_hook_errors"
-
 __all__ = [
     "DELEGATION_HOOK_ERRORS",
+    "RESOURCE_ID_KEY",
+    "RUN_ID_KEY",
+    "THREAD_ID_KEY",
     "AbortController",
     "AbortSignal",
     "Agent",

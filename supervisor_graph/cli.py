@@ -75,7 +75,9 @@ def _import_module(name: str) -> ModuleType:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
-            raise CLIError(f"cannot import {name!r}: no module named {exc.name!r} (check the name and the working directory)") from None
+            raise CLIError(
+                f"cannot import {name!r}: no module named {exc.name!r} (check the name and the working directory)"
+            ) from None
         raise CLIError(f"importing {name!r} failed: {_one_line(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - the user's module raised while importing
         raise CLIError(f"importing {name!r} failed: {_one_line(exc)}") from None
@@ -131,7 +133,7 @@ class LiveView:
             self.close()
             _error(f"{p.get('error')}: {_short(p.get('message'), 300)}")
         if self.json_lines:
-            print(json.dumps(chunk.model_dump(mode="json")), flush=True)
+            print(json.dumps(chunk.model_dump(mode="json"), default=str), flush=True)
             return
         who, depth = chunk.agent_path[-1], len(chunk.agent_path) - 1
         if chunk.type == "step-start":
@@ -139,23 +141,48 @@ class LiveView:
         elif chunk.type == "delegation-start":
             self.started[p.get("tool_call_id") or ""] = time.perf_counter()
             self._status(f"{p.get('agent_id')} is working")
-            self._line(depth, (who, "cyan"), " -> ", (str(p.get("agent_id")), "bold cyan"), f": {_short(p.get('prompt'))!r}")
+            self._line(
+                depth, (who, "cyan"), " -> ", (str(p.get("agent_id")), "bold cyan"), f": {_short(p.get('prompt'))!r}"
+            )
         elif chunk.type == "delegation-complete":
             began = self.started.pop(p.get("tool_call_id") or "", None)
             self._status(f"{who} is reading the result")
             took = f" in {time.perf_counter() - began:.2f}s" if began is not None else ""
             if p.get("success"):
-                self._line(depth + 1, (str(p.get("agent_id")), "bold cyan"), (f" answered{took}", "green"), f": {_short(p.get('text'))!r}")
+                self._line(
+                    depth + 1,
+                    (str(p.get("agent_id")), "bold cyan"),
+                    (f" answered{took}", "green"),
+                    f": {_short(p.get('text'))!r}",
+                )
             else:
-                self._line(depth + 1, (str(p.get("agent_id")), "bold cyan"), (f" failed{took}", "red"), f" ({p.get('finish_reason')})")
+                self._line(
+                    depth + 1,
+                    (str(p.get("agent_id")), "bold cyan"),
+                    (f" failed{took}", "red"),
+                    f" ({p.get('finish_reason')})",
+                )
         elif chunk.type == "tool-call" and not str(p.get("tool_name")).startswith("agent-"):
-            self._line(depth, (who, "cyan"), " calls tool ", (str(p.get("tool_name")), "magenta"), f" {_short(json.dumps(p.get('args')), 80)}")
+            self._line(
+                depth,
+                (who, "cyan"),
+                " calls tool ",
+                (str(p.get("tool_name")), "magenta"),
+                f" {_short(json.dumps(p.get('args')), 80)}",
+            )
         elif chunk.type in ("tool-result", "tool-error") and not str(p.get("tool_name")).startswith("agent-"):
             style, word = ("green", "returned") if chunk.type == "tool-result" else ("red", "failed")
-            self._line(depth + 1, (str(p.get("tool_name")), "magenta"), (f" {word}", style), f": {_short(p.get('result'))!r}")
+            self._line(
+                depth + 1, (str(p.get("tool_name")), "magenta"), (f" {word}", style), f": {_short(p.get('result'))!r}"
+            )
         elif chunk.type in ("tool-call-approval", "tool-call-suspended"):
             what = "waits for approval" if chunk.type == "tool-call-approval" else "is suspended"
-            self._line(depth, (str(p.get("tool_name")), "magenta"), (f" {what}", "yellow"), f" {_short(json.dumps(p.get('args')), 80)}")
+            self._line(
+                depth,
+                (str(p.get("tool_name")), "magenta"),
+                (f" {what}", "yellow"),
+                f" {_short(json.dumps(p.get('args')), 80)}",
+            )
         elif chunk.type == "abort":
             self._line(0, ("run aborted", "yellow"), f": {p.get('reason') or 'no reason given'}")
 
@@ -180,7 +207,9 @@ class LiveView:
             highlight=False,
         )
         if result.suspended:
-            console.print(f"the run is paused on {len(result.suspended)} pending item(s); resume it from Python", markup=False)
+            console.print(
+                f"the run is paused on {len(result.suspended)} pending item(s); resume it from Python", markup=False
+            )
 
     def _status(self, message: str) -> None:
         if self.status is not None:
@@ -238,7 +267,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CLIError(str(exc)) from None
         if provider == "openai" and not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
-            raise CLIError(f"--model {args.model} needs OPENAI_API_KEY (or OPENAI_BASE_URL); run without --model for the offline demo")
+            raise CLIError(
+                f"--model {args.model} needs OPENAI_API_KEY (or OPENAI_BASE_URL); run without --model for the offline demo"
+            )
     agent = build_agents(args.model, latency=0.0 if args.model else 0.25)
     console = _console()
     source = args.model or "a scripted model, offline"
@@ -304,7 +335,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("target", metavar="TARGET", help="module:attr or path/to/file.py:attr naming an Agent")
     run.add_argument("prompt", metavar="PROMPT")
     run.add_argument("--thread", help="continue (or start) this conversation thread")
-    run.add_argument("--db", default="supervisor-graph.db", help="sqlite file for --thread when the agent has no memory")
+    run.add_argument(
+        "--db", default="supervisor-graph.db", help="sqlite file for --thread when the agent has no memory"
+    )
     run.add_argument("--json", action="store_true", help="print every stream chunk as one JSON line")
     run.add_argument("--max-steps", type=int, help="supervisor iterations allowed")
     run.set_defaults(func=cmd_run)

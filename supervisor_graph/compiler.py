@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -70,31 +71,27 @@ def _lazy_string_model(value: str) -> Any:
 def build_spec(agent: Agent) -> AgentSpec:
     """Resolve a declaration into what its nodes need, once."""
     tools: dict[str, BaseTool] = dict(agent.tools)
-    schemas: list[Any] = [
-        delegation_tool_schema(key, sub.description or "") for key, sub in agent.agents.items()
-    ]
-    schemas.extend(tools.values())
     model: Any = agent.model
-    static = None
     factory = None
     if isinstance(model, str):
-        factory = _lazy_string_model(model)
-    elif callable(model) and not hasattr(model, "bind_tools"):
-        factory = model
-    else:
-        static = model.bind_tools(schemas) if schemas else model  # type: ignore[union-attr]
-    return AgentSpec(
+        factory, model = _lazy_string_model(model), None
+    elif not isinstance(model, BaseChatModel):
+        factory, model = model, None
+    spec = AgentSpec(
         agent_id=agent.id,
         instructions=agent.instructions,
-        model=static,
+        chat_model=model,
         model_factory=factory,
-        tool_schemas=schemas,
+        delegation_schemas=[delegation_tool_schema(key, sub.description or "") for key, sub in agent.agents.items()],
         tools=tools,
         delegation_tools={f"{DELEGATION_PREFIX}{key}": key for key in agent.agents},
         subagent_ids={key: sub.id for key, sub in agent.agents.items()},
         defaults=agent.defaults,
         approval_tools=frozenset(name for name, tool in tools.items() if requires_approval(tool)),
     )
+    if model is not None:
+        spec.bind(model)  # bind at compile time, not on the first call
+    return spec
 
 
 def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSpec]:

@@ -15,11 +15,12 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
 from nodes.context import RequestContext
+from nodes.delegation import DELEGATION_HOOK_ERRORS, RESOURCE_ID_KEY, RUN_ID_KEY, THREAD_ID_KEY, check_json
 from nodes.events import EVENT_KEY
 from nodes.options import RunContext, RunHandle, RunOptions, merge_options
 from nodes.routing import SUPERVISOR_NODE
 from nodes.state import usage_of_run
-from nodes.subagent import text_of
+from nodes.text import text_of
 from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
 from supervisor_graph.errors import ThreadBusyError
 
@@ -56,6 +57,11 @@ class GenerateResult(BaseModel):
     run_id: str
     thread_id: str | None = None
     suspended: list[PendingItem] = Field(default_factory=list)
+    delegations: list[dict[str, Any]] = Field(default_factory=list)
+    """This run's delegations by the top-level agent, in the order they finished: each
+    with `agent_id`, `prompt`, `success`, `text`, `usage`, `finish_reason`,
+    `sub_agent_tool_results`, `sub_agent_pending_tool_calls`, `sub_agent_thread_id`,
+    `sub_agent_resource_id`, `ref_id` (kept in memory, never in the parent's thread)."""
 
 
 # -- preparing a run ------------------------------------------------------------
@@ -124,6 +130,12 @@ async def _prepare(agent: Agent, prompt: Any, options: dict[str, Any], *, resume
             )
         _busy.add(busy_key)
     request_context = opts.request_context if opts.request_context is not None else RequestContext()
+    request_context.set(RUN_ID_KEY, str(run_id))
+    if thread_id is not None:
+        request_context.set(THREAD_ID_KEY, thread_id)
+        request_context.set(RESOURCE_ID_KEY, resource_id)
+        if agent.memory is not None and agent.memory.kind in ("sqlite", "postgres"):
+            check_json({k: v for k, v in request_context.to_dict().items() if k != DELEGATION_HOOK_ERRORS}, "generate()")
     handle = RunHandle(
         run_id=str(run_id),
         agent_path=(agent.id,),
@@ -131,6 +143,7 @@ async def _prepare(agent: Agent, prompt: Any, options: dict[str, Any], *, resume
         abort_signal=opts.abort_signal,
         thread_id=thread_id,
         resource_id=resource_id,
+        root_context=request_context,
     )
     if resume is not None:
         graph_input: Any = resume
@@ -229,6 +242,9 @@ def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> Generate
         run_id=run.run_id,
         thread_id=run.thread_id,
         suspended=_pending(run, interrupts),
+        delegations=[record.summary() for record in run.context.handle.delegations.values()]  # type: ignore[union-attr]
+        if run.context.handle is not None
+        else [],
     )
 
 
