@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,14 @@ def _record(thread_id: str, ns: str, metadata: Mapping[str, Any]) -> ThreadRecor
         for k, v in metadata.items()
         if k not in OWN_KEYS and k not in _LANGGRAPH_KEYS and not k.startswith(("langgraph_", "__", "ls_"))
     }
+    encoded = user.pop("thread_metadata", None)
+    if isinstance(encoded, str):
+        try:
+            decoded = json.loads(encoded)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict):
+            user.update(decoded)
     return ThreadRecord(
         thread_id=f"{thread_id}{NS_JOIN}{ns}" if ns else thread_id,
         resource_id=metadata.get("resource_id") or None,

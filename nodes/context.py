@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["AbortController", "AbortSignal", "RequestContext", "is_aborted"]
+__all__ = ["AbortController", "AbortSignal", "RequestContext", "current_request_context", "is_aborted", "using_request_context"]
 
 
 class RequestContext:
@@ -106,3 +107,23 @@ class AbortController:
 
 def is_aborted(signal: AbortSignal | asyncio.Event | None) -> bool:
     return signal is not None and signal.is_set()
+
+
+_current: ContextVar[RequestContext | None] = ContextVar("supervisor_graph_request_context", default=None)
+
+
+def current_request_context() -> RequestContext:
+    """The request context of the agent run this code is part of (inside a tool, say).
+
+    Raises:
+        RuntimeError: called outside a run.
+    """
+    ctx = _current.get()
+    if ctx is None:
+        raise RuntimeError("current_request_context() is only available while an agent runs (in its tools)")
+    return ctx
+
+
+def using_request_context(ctx: RequestContext) -> None:
+    """Make `ctx` current for the calling task (nodes run each in a task of their own)."""
+    _current.set(ctx)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from nodes.options import RunHandle, RunOptions
 from nodes.references import RefSpec, expand_refs
 from nodes.spec import AgentSpec
+from nodes.state import is_run_input
 
 __all__ = [
     "DelegationArgs",
@@ -130,11 +131,13 @@ def after_answer(opts: RunOptions) -> str:
 
 
 def last_turn(messages: Sequence[BaseMessage]) -> tuple[int, AIMessage | None]:
-    """Index and message of the last AI message."""
+    """Index and message of the current run's last AI message."""
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if isinstance(message, AIMessage):
             return i, message
+        if is_run_input(message):
+            break
     return -1, None
 
 

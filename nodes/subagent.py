@@ -70,7 +70,8 @@ def _sub_options(parent: RunOptions, sub_defaults: RunOptions, max_steps: int | 
 def _thread_metadata(values: dict[str, Any] | None) -> dict[str, Any]:
     # LangGraph keeps only primitive metadata values on checkpoints: keep the caller's
     # metadata as one JSON string, decoded again by `list_threads`.
-    return {"thread_metadata": json.dumps(values, default=str)} if values else {}
+    # Always set, so a nested delegation does not inherit its parent's metadata.
+    return {"thread_metadata": json.dumps(values, default=str) if values else ""}
 
 
 def make_subagent_node(

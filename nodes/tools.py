@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from nodes.context import using_request_context
 from nodes.events import Emitter
 from nodes.options import RunContext
 from nodes.routing import SUPERVISOR_NODE, error_result
@@ -41,6 +42,7 @@ def make_tools_node(spec: AgentSpec) -> Any:
 
     async def tools(payload: dict[str, Any], config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         _, handle = run_scope(spec, config, runtime)
+        using_request_context(handle.request_context)
         emit = Emitter(runtime, handle.agent_path, handle.run_id)
         calls: list[ToolCall] = payload["calls"]
         if len(calls) == 1:

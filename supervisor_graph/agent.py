@@ -126,6 +126,15 @@ class Agent(BaseModel):
         self._defaults = None
         return self
 
+    def model_copy(self, *, update: Any = None, deep: bool = False) -> Agent:
+        """A copy, validated again when `update` is given (its caches start empty)."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied._graph = None
+        copied._defaults = None
+        if update:
+            return type(self).model_validate({name: getattr(copied, name) for name in type(self).model_fields})
+        return copied
+
     # -- compile and run -----------------------------------------------------
 
     @property

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
@@ -18,7 +18,7 @@ from nodes.context import RequestContext
 from nodes.delegation import DELEGATION_HOOK_ERRORS, RESOURCE_ID_KEY, RUN_ID_KEY, THREAD_ID_KEY, check_json
 from nodes.events import EVENT_KEY
 from nodes.options import RunContext, RunHandle, RunOptions, merge_options
-from nodes.routing import SUPERVISOR_NODE
+from nodes.routing import SUPERVISOR_NODE, last_turn
 from nodes.state import usage_of_run
 from nodes.text import text_of
 from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
@@ -248,11 +248,31 @@ def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> Generate
     )
 
 
-async def _aborted_values(run: _Run) -> dict[str, Any] | None:
+ABORTED_TOOL_TEXT = "[Aborted] The run was cancelled before this tool call finished."
+
+
+async def _repair_thread(run: _Run, reason: str = "abort") -> dict[str, Any] | None:
+    """The thread after an abort or a failure, made consistent: every tool call the
+    last turn made gets a result, so the next call on the thread (and its model) sees a
+    well-formed conversation with everything that completed."""
     if run.thread_id is None:
         return None
     snapshot = await run.graph.aget_state(run.config)
-    return dict(snapshot.values)
+    values = dict(snapshot.values)
+    messages = values.get("messages") or []
+    index, ai = last_turn(messages)
+    if ai is None or not ai.tool_calls:
+        return values
+    answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
+    missing = [
+        ToolMessage(content=ABORTED_TOOL_TEXT, tool_call_id=call["id"] or "", name=call["name"], status="error")
+        for call in ai.tool_calls
+        if call["id"] not in answered
+    ]
+    if missing:
+        await run.graph.aupdate_state(run.config, {"messages": missing, "finish_reason": reason}, as_node=SUPERVISOR_NODE)
+        values = dict((await run.graph.aget_state(run.config)).values)
+    return values
 
 
 async def generate(agent: Agent, prompt: Any, **options: Any) -> GenerateResult:
@@ -267,8 +287,11 @@ async def _generate(run: _Run) -> GenerateResult:
             run, run.graph.ainvoke(run.input, run.config, context=run.context)
         )
         if aborted:
-            values = await _aborted_values(run)
+            values = await _repair_thread(run)
         return _result(run, values, aborted)
+    except Exception:
+        await _repair_thread(run, "error")
+        raise
     finally:
         run.release()
 
@@ -356,7 +379,7 @@ class AgentStream:
 
             _, aborted = await _until_aborted(run, consume())
             if aborted:
-                last_values = await _aborted_values(run)
+                last_values = await _repair_thread(run)
                 emit(make_chunk("abort", {"reason": getattr(run.options.abort_signal, "reason", None)}, run.run_id, (run.agent.id,)))
             result = _result(run, last_values, aborted)
             for item in result.suspended:
@@ -374,6 +397,8 @@ class AgentStream:
             )
         except BaseException as exc:  # surfaced to readers as an error chunk and by result()
             self._error = exc
+            if isinstance(exc, Exception):
+                await _repair_thread(run, "error")
             emit(make_chunk("error", {"error": type(exc).__name__, "message": str(exc)}, run.run_id, (run.agent.id,)))
             if not isinstance(exc, Exception):
                 raise

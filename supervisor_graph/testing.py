@@ -103,6 +103,8 @@ class ScriptedChatModel(BaseChatModel):
     output_tokens: int = 5
     finish_reason: str = "stop"
     model_name: str = "scripted"
+    record_calls: bool = True
+    """Keep every call's messages in `calls` (turn off for long-running servers)."""
 
     _cursor: int = PrivateAttr(default=0)
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
@@ -140,7 +142,8 @@ class ScriptedChatModel(BaseChatModel):
 
     def _next_reply(self, messages: list[BaseMessage]) -> AIMessage:
         with self._lock:
-            self._calls.append(messages)
+            if self.record_calls:
+                self._calls.append(messages)
             if self._cursor < len(self.responses):
                 reply = self.responses[self._cursor]
                 self._cursor += 1
@@ -148,7 +151,7 @@ class ScriptedChatModel(BaseChatModel):
                 reply = None
             else:
                 raise ScriptExhaustedError(
-                    f"ScriptedChatModel {self.model_name!r} was called {len(self._calls)} times "
+                    f"ScriptedChatModel {self.model_name!r} was called {self._cursor + 1} times "
                     f"but has only {len(self.responses)} scripted responses; add responses or "
                     "pass policy=..."
                 )

@@ -9,7 +9,9 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
-__all__ = ["create_tool", "requires_approval", "is_client_tool"]
+from nodes.context import current_request_context
+
+__all__ = ["create_tool", "current_request_context", "is_client_tool", "requires_approval"]
 
 
 def create_tool(
