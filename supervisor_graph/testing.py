@@ -110,6 +110,7 @@ class ScriptedChatModel(BaseChatModel):
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _bound_tool_names: list[str] = PrivateAttr(default_factory=list)
+    _call_tools: list[list[dict[str, Any]]] = PrivateAttr(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -119,6 +120,11 @@ class ScriptedChatModel(BaseChatModel):
     def calls(self) -> list[list[BaseMessage]]:
         """The messages of every call so far, oldest first."""
         return self._calls
+
+    @property
+    def call_tools(self) -> list[list[dict[str, Any]]]:
+        """The tool schemas each call was made with (parallel to `calls`)."""
+        return self._call_tools
 
     @property
     def bound_tool_names(self) -> list[str]:
@@ -140,10 +146,11 @@ class ScriptedChatModel(BaseChatModel):
 
     # -- replies -------------------------------------------------------------
 
-    def _next_reply(self, messages: list[BaseMessage]) -> AIMessage:
+    def _next_reply(self, messages: list[BaseMessage], tools: Any = None) -> AIMessage:
         with self._lock:
             if self.record_calls:
                 self._calls.append(messages)
+                self._call_tools.append(list(tools or []))
             if self._cursor < len(self.responses):
                 reply = self.responses[self._cursor]
                 self._cursor += 1
@@ -197,7 +204,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.latency:
             time.sleep(self.latency)
-        return ChatResult(generations=[ChatGeneration(message=self._next_reply(messages))])
+        return ChatResult(generations=[ChatGeneration(message=self._next_reply(messages, kwargs.get("tools")))])
 
     async def _agenerate(
         self,
@@ -208,7 +215,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.latency:
             await asyncio.sleep(self.latency)
-        return ChatResult(generations=[ChatGeneration(message=self._next_reply(messages))])
+        return ChatResult(generations=[ChatGeneration(message=self._next_reply(messages, kwargs.get("tools")))])
 
     def _chunks(self, message: AIMessage) -> Iterator[ChatGenerationChunk]:
         text = message.content if isinstance(message.content, str) else ""
@@ -239,7 +246,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         if self.latency:
             time.sleep(self.latency)
-        for chunk in self._chunks(self._next_reply(messages)):
+        for chunk in self._chunks(self._next_reply(messages, kwargs.get("tools"))):
             if run_manager and chunk.text:
                 run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
@@ -253,7 +260,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         if self.latency:
             await asyncio.sleep(self.latency)
-        for chunk in self._chunks(self._next_reply(messages)):
+        for chunk in self._chunks(self._next_reply(messages, kwargs.get("tools"))):
             if run_manager and chunk.text:
                 await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
