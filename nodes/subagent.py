@@ -39,7 +39,7 @@ from nodes.delegation import (
 )
 from nodes.events import Emitter
 from nodes.options import RunContext, RunHandle, RunOptions
-from nodes.routing import SUPERVISOR_NODE, complete_node
+from nodes.routing import SUPERVISOR_NODE, complete_node, last_turn
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec
 from nodes.state import run_start, usage_of_run, zero_usage
@@ -198,8 +198,8 @@ async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunCont
         record.messages = list(messages[start:])
         record.usage = usage_of_run(messages, start)
         record.sub_agent_tool_results = _tool_results(record.messages)
-    last = record.messages[-1] if record.messages else None
-    record.text = text_of(last) if isinstance(last, AIMessage) else ""
+    _, last = last_turn(record.messages)
+    record.text = text_of(last) if last is not None and not last.tool_calls else ""
     record.finish_reason = latest.get("finish_reason") or "stop"
 
 

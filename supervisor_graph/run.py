@@ -227,7 +227,7 @@ def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> Generate
     messages = values.get("messages") or []
     new, start = _new_messages(run, messages)
     interrupts = values.get("__interrupt__") or ()
-    last = messages[-1] if messages else None
+    _, last = last_turn(messages)
     if aborted:
         reason = "abort"
     elif interrupts:
@@ -235,7 +235,7 @@ def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> Generate
     else:
         reason = values.get("finish_reason") or "stop"
     return GenerateResult(
-        text=text_of(last) if isinstance(last, AIMessage) and not aborted else "",
+        text=text_of(last) if last is not None and not last.tool_calls and not aborted else "",
         messages=new,
         usage=Usage(**usage_of_run(messages, start)),
         finish_reason=reason,
