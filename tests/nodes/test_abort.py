@@ -1,0 +1,84 @@
+"""Cancellation (SPEC §10)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from langchain_core.messages import AIMessage, ToolMessage
+
+from supervisor_graph import AbortController, Agent
+from supervisor_graph.testing import ScriptedChatModel, delegate
+
+
+async def test_abort_cancels_a_model_call_in_flight(store) -> None:
+    model = ScriptedChatModel(policy=lambda m: "too late", latency=30)
+    parent = Agent(id="p", model=model, memory=store.memory)
+    controller = AbortController()
+    asyncio.get_running_loop().call_later(0.2, controller.abort, "user left")
+    started = time.monotonic()
+    result = await parent.generate("go", **store.call(abort_signal=controller.signal))
+    assert time.monotonic() - started < 5  # not the model's 30 s
+    assert result.finish_reason == "abort" and result.text == ""
+
+
+async def test_abort_stops_parallel_subagents_and_the_thread_stays_consistent(store) -> None:
+    slow_a = Agent(id="a-agent", description="A.", model=ScriptedChatModel(policy=lambda m: "a", latency=30))
+    slow_b = Agent(id="b-agent", description="B.", model=ScriptedChatModel(policy=lambda m: "b", latency=30))
+    parent_model = ScriptedChatModel(
+        policy=lambda m: "resumed answer" if m[-1].content == "continue" else [delegate("a", "x"), delegate("b", "y")]
+    )
+    parent = Agent(id="p", model=parent_model, agents={"a": slow_a, "b": slow_b}, memory=store.memory)
+    event = asyncio.Event()  # a plain asyncio.Event works as the signal too
+    call = store.call(abort_signal=event)
+    asyncio.get_running_loop().call_later(0.3, event.set)
+    started = time.monotonic()
+    stream = await parent.stream("go", **call)
+    chunks = [c async for c in stream.full_stream]
+    result = await stream.result()
+    assert time.monotonic() - started < 5
+    assert [c.type for c in chunks][-2:] == ["abort", "finish"]
+    assert result.finish_reason == "abort" and chunks[-1].finish_reason == "abort"
+    assert any(c.type == "delegation-start" for c in chunks)
+
+    # what completed is kept; unfinished calls got a result; the next call works and sees it
+    stored = await store.memory.get_messages(call["memory"]["thread"])
+    assert [type(m) for m in stored] == [type(stored[0]), AIMessage, ToolMessage, ToolMessage]
+    assert all(m.status == "error" and "[Aborted]" in m.content for m in stored[2:])
+    follow = await parent.generate("continue", memory=call["memory"])
+    assert follow.text == "resumed answer"
+    assert len(parent_model.calls[-1]) == 5
+
+
+async def test_abort_before_the_run_starts() -> None:
+    model = ScriptedChatModel(policy=lambda m: "x")
+    controller = AbortController()
+    controller.abort()
+    result = await Agent(id="p", model=model).generate("go", abort_signal=controller.signal)
+    assert result.finish_reason == "abort" and model.calls == []
+
+
+async def test_nodes_stop_at_their_next_step_when_the_signal_is_set() -> None:
+    # without task cancellation (a signal set by a tool mid-run), the next supervisor step
+    # of every agent sees it and ends the loop
+    controller = AbortController()
+    from langchain_core.tools import tool
+
+    @tool
+    def stop_everything() -> str:
+        """Abort."""
+        controller.abort("from a tool")
+        return "stopping"
+
+    from supervisor_graph.testing import tool_call
+
+    model = ScriptedChatModel(responses=[tool_call("stop_everything"), "never"])
+    parent = Agent(id="p", model=model, tools=[stop_everything])
+    graph = parent.graph
+    from nodes.options import RunContext, RunHandle, RunOptions
+
+    handle = RunHandle(run_id="r1", agent_path=("p",), abort_signal=controller.signal)
+    out = await graph.ainvoke(
+        {"messages": [("user", "go")]}, context=RunContext.for_run(RunOptions(abort_signal=controller.signal), handle)
+    )
+    assert out["finish_reason"] == "abort" and len(model.calls) == 1
