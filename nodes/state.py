@@ -37,9 +37,17 @@ FEEDBACK_MARK = "supervisor_graph_feedback"
 
 
 def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> list[AnyMessage]:
+    # One `add_messages` pass over all batches: it is O(len(current)), and a thread's
+    # load replays every write since the last snapshot as one batch list.
+    if len(batches) == 1:
+        return add_messages(current, batches[0])  # type: ignore[arg-type,return-value]
+    flat: list[Any] = []
     for batch in batches:
-        current = add_messages(current, batch)  # type: ignore[assignment,arg-type]
-    return current
+        if isinstance(batch, list):
+            flat.extend(batch)
+        else:
+            flat.append(batch)
+    return add_messages(current, flat)  # type: ignore[arg-type,return-value]
 
 
 def _append(current: list[str] | None, more: list[str] | None) -> list[str]:
