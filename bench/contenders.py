@@ -73,7 +73,9 @@ class Contender:
 
     name: str
 
-    def __init__(self, n: int, storage: Storage, supervisor: ScriptedChatModel, workers: list[ScriptedChatModel]) -> None:
+    def __init__(
+        self, n: int, storage: Storage, supervisor: ScriptedChatModel, workers: list[ScriptedChatModel]
+    ) -> None:
         self.n = n
         self.storage = storage
         self.supervisor = supervisor

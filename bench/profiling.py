@@ -45,10 +45,13 @@ class Profile:
     by_package: dict[str, float] = field(default_factory=dict)  # own time per package
     project_by_tottime: list[ProfileEntry] = field(default_factory=list)
     project_by_cumtime: list[ProfileEntry] = field(default_factory=list)
+    overall_by_tottime: list[ProfileEntry] = field(default_factory=list)  # any code, idle wait excluded
 
 
-def _package(filename: str) -> str:
+def _package(filename: str, func: str) -> str:
     if filename.startswith("~") or filename.startswith("<"):
+        if "select.epoll" in func or "select.select" in func or "select.poll" in func or "kqueue" in func:
+            return "event loop idle (waiting for I/O, e.g. the sqlite thread)"
         return "builtins (C)"
     path = Path(filename).resolve()
     try:
@@ -68,10 +71,20 @@ def _package(filename: str) -> str:
 
 
 def _where(filename: str, line: int, func: str) -> str:
+    if filename.startswith(("~", "<")):
+        return func
+    path = Path(filename).resolve()
     try:
-        filename = str(Path(filename).resolve().relative_to(ROOT))
+        filename = str(path.relative_to(ROOT))
     except ValueError:
-        pass
+        parts = path.parts
+        if "site-packages" in parts:
+            filename = "/".join(parts[parts.index("site-packages") + 1 :])
+        else:
+            try:
+                filename = str(path.relative_to(_STDLIB))
+            except ValueError:
+                pass
     return f"{filename}:{line}({func})"
 
 
@@ -102,12 +115,17 @@ async def profile_ours(n: int, kind: str, runs: int, workdir: Path, *, warmup: i
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     by_package: dict[str, float] = defaultdict(float)
     project = []
+    overall = []
     total = 0.0
     for (filename, line, func), (_cc, nc, tt, ct, _callers) in stats.items():
         total += tt
-        by_package[_package(filename)] += tt
+        package = _package(filename, func)
+        by_package[package] += tt
+        entry = ProfileEntry(_where(filename, line, func), nc, tt, ct)
         if _is_project(filename):
-            project.append(ProfileEntry(_where(filename, line, func), nc, tt, ct))
+            project.append(entry)
+        if not package.startswith("event loop idle"):
+            overall.append(entry)
     return Profile(
         n=n,
         kind=kind,
@@ -117,6 +135,7 @@ async def profile_ours(n: int, kind: str, runs: int, workdir: Path, *, warmup: i
         by_package=dict(sorted(by_package.items(), key=lambda kv: -kv[1])),
         project_by_tottime=sorted(project, key=lambda e: -e.tottime)[:top],
         project_by_cumtime=sorted(project, key=lambda e: -e.cumtime)[:top],
+        overall_by_tottime=sorted(overall, key=lambda e: -e.tottime)[:top],
     )
 
 
@@ -129,10 +148,16 @@ def format_profile(p: Profile, *, packages: int = 12) -> str:
     ]
     for name, tt in list(p.by_package.items())[:packages]:
         lines.append(f"  {tt * per_run:8.2f}  {tt / p.total:6.1%}  {name}")
-    for title, entries in (("by own time", p.project_by_tottime), ("by cumulative time", p.project_by_cumtime)):
-        lines += ["", f"project functions {title} (ms/run own, ms/run cumulative, calls/run):"]
+    for title, entries in (
+        ("project functions by own time", p.project_by_tottime),
+        ("project functions by cumulative time", p.project_by_cumtime),
+        ("all functions by own time", p.overall_by_tottime),
+    ):
+        lines += ["", f"{title} (ms/run own, ms/run cumulative, calls/run):"]
         for e in entries:
-            lines.append(f"  {e.tottime * per_run:7.3f}  {e.cumtime * per_run:8.3f}  {e.calls / p.runs:6.1f}  {e.where}")
+            lines.append(
+                f"  {e.tottime * per_run:7.3f}  {e.cumtime * per_run:8.3f}  {e.calls / p.runs:6.1f}  {e.where}"
+            )
     return "\n".join(lines)
 
 

@@ -135,16 +135,18 @@ async def open_saver(storage: Storage, stack: AsyncExitStack) -> BaseCheckpointS
     return saver
 
 
-async def stored_bytes(saver: BaseCheckpointSaver) -> int | None:
-    """Bytes of checkpoint blobs, metadata and writes in a sqlite saver (None for others)."""
+async def stored_bytes(saver: BaseCheckpointSaver, thread_id: str | None = None) -> int | None:
+    """Bytes of checkpoint blobs, metadata and writes in a sqlite saver, for one thread
+    (all its namespaces) or all of them; None for other savers."""
     if not isinstance(saver, AsyncSqliteSaver):
         return None
+    where, params = ("WHERE thread_id = ?", (thread_id,)) if thread_id is not None else ("", ())
     total = 0
     for query in (
-        "SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM checkpoints",
-        "SELECT coalesce(sum(length(value)), 0) FROM writes",
+        f"SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM checkpoints {where}",
+        f"SELECT coalesce(sum(length(value)), 0) FROM writes {where}",
     ):
-        async with saver.lock, saver.conn.execute(query) as cur:
+        async with saver.lock, saver.conn.execute(query, params) as cur:
             row = await cur.fetchone()
         total += int(row[0]) if row else 0
     return total

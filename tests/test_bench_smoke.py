@@ -1,0 +1,35 @@
+"""Smoke test of the benchmark: `python -m bench --quick` runs and writes its report (SPEC §18)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HEADINGS = (
+    "# Benchmark results",
+    "## Machine",
+    "## Per-run wall time",
+    "## Checkpoint writes and bytes per delegation",
+    "## Supervisor context growth",
+    "-turn conversation on sqlite",
+)
+
+
+def test_quick_benchmark_writes_its_report(tmp_path: Path) -> None:
+    out = tmp_path / "RESULTS.quick.md"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
+    assert out.is_file(), f"{out} was not written; stdout:\n{proc.stdout[-3000:]}"
+    text = out.read_text(encoding="utf-8")
+    for heading in HEADINGS:
+        assert heading in text, f"missing section {heading!r} in:\n{text[:2000]}"
+    assert "| ours |" in text and "| incumbent |" in text and "| floor |" in text
