@@ -9,6 +9,8 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
+from checkpointers.delta_cache import with_delta_cache
+
 __all__ = ["describe", "is_shared_saver", "open_saver"]
 
 
@@ -56,7 +58,7 @@ async def open_saver(storage: Any, stack: AsyncExitStack) -> BaseCheckpointSaver
     if kind == "saver":
         return storage  # type: ignore[no-any-return]
     if kind == "memory":
-        return InMemorySaver()
+        return with_delta_cache(InMemorySaver)()
     if kind == "postgres":
         try:
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -64,7 +66,8 @@ async def open_saver(storage: Any, stack: AsyncExitStack) -> BaseCheckpointSaver
             raise ImportError(
                 "postgresql:// storage needs the postgres extra: pip install 'supervisor-graph[postgres]'"
             ) from exc
-        postgres = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(storage))
+        postgres_class: Any = with_delta_cache(AsyncPostgresSaver)
+        postgres = await stack.enter_async_context(postgres_class.from_conn_string(storage))
         await postgres.setup()
         return postgres
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -73,6 +76,8 @@ async def open_saver(storage: Any, stack: AsyncExitStack) -> BaseCheckpointSaver
     assert path is not None
     if path != ":memory:":
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    sqlite = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(Path(path).expanduser()) if path != ":memory:" else path))
+    target = str(Path(path).expanduser()) if path != ":memory:" else path
+    saver_class: Any = with_delta_cache(AsyncSqliteSaver)
+    sqlite = await stack.enter_async_context(saver_class.from_conn_string(target))
     await sqlite.setup()
     return sqlite

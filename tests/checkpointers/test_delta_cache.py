@@ -1,0 +1,79 @@
+"""The delta-history cache gives exactly what the saver itself would give."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import ToolMessage
+
+from supervisor_graph import Agent, Memory
+from supervisor_graph.testing import ScriptedChatModel, delegate
+
+
+def agent(memory: Memory) -> Agent:
+    worker = Agent(id="w", description="Works.", model=ScriptedChatModel(policy=lambda m: f"result {len(m)}"))
+    return Agent(
+        id="p",
+        model=ScriptedChatModel(
+            policy=lambda m: f"answer {len(m)}"
+            if isinstance(m[-1], ToolMessage)
+            else [delegate("w", "a"), delegate("w", "b")]
+        ),
+        agents={"w": worker},
+        memory=memory,
+    )
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_cached_history_matches_the_saver(tmp_path, kind: str) -> None:
+    storage = ":memory:" if kind == "memory" else f"file:{tmp_path / 'c.db'}"
+    memory = Memory(storage=storage)
+    parent = agent(memory)
+    saver = await memory.checkpointer()
+    base = type(saver).__mro__[2]  # the saver class without the cache
+    plain = base() if kind == "memory" else None
+    for turn in range(12):
+        result = await parent.generate(f"turn {turn}", memory={"thread": "c"})
+        assert result.text.startswith("answer")
+        cached = await memory.get_messages("c")
+        if kind == "sqlite":
+            fresh = Memory(storage=storage)
+            reference = await fresh.get_messages("c")
+            await fresh.aclose()
+        else:
+            # the in-memory saver has no second instance: compare with its own walk
+            config = {"configurable": {"thread_id": "c", "checkpoint_ns": ""}}
+            tup = await saver.aget_tuple(config)
+            history = await base.aget_delta_channel_history(saver, config=tup.config, channels=["messages"])
+            reference = [m for w in history["messages"]["writes"] for m in (w[2] if isinstance(w[2], list) else [w[2]])]
+        assert [m.id for m in cached] == [m.id for m in reference]
+        assert [m.content for m in cached] == [m.content for m in reference]
+        assert len(cached) == 5 * (turn + 1)
+    # the cache served the loads: its threads hold this thread
+    assert "c" in saver.__dict__["_sg_delta_threads"]
+    del plain
+    await memory.aclose()
+
+
+async def test_later_turns_do_not_walk_the_database(tmp_path, monkeypatch) -> None:
+    memory = Memory(storage=f"file:{tmp_path / 'w.db'}")
+    parent = agent(memory)
+    saver = await memory.checkpointer()
+    base = type(saver).__mro__[2]
+    await parent.generate("first", memory={"thread": "w"})
+    await parent.generate("second", memory={"thread": "w"})
+    walks = []
+    original = base.aget_delta_channel_history
+
+    async def counting(self, *, config, channels):
+        walks.append(config)
+        return await original(self, config=config, channels=channels)
+
+    monkeypatch.setattr(base, "aget_delta_channel_history", counting)
+    for turn in range(5):
+        await parent.generate(f"turn {turn}", memory={"thread": "w"})
+    assert walks == []
+    # another process (a fresh saver) still reads the same conversation
+    fresh = Memory(storage=f"file:{tmp_path / 'w.db'}")
+    assert len(await fresh.get_messages("w")) == 5 * 7
+    await fresh.aclose()
+    await memory.aclose()
