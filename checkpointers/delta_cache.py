@@ -101,6 +101,10 @@ class DeltaHistoryCache:
                     node.writes[key] = (task_id, channel, value)
                     found[1].size += 1
 
+    async def adelete_thread(self, thread_id: str) -> None:
+        self._sg_threads().pop(str(thread_id), None)
+        await super().adelete_thread(thread_id)  # type: ignore[misc]
+
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:

@@ -373,6 +373,13 @@ def result_message(
         artifact["ref_id"] = record.ref_id
     if opts.delegation.include_sub_agent_tool_results_in_model_context:
         content = json.dumps({**record.result(), "agent_id": record.agent_id}, default=str)
+    if record.sub_agent_pending_tool_calls:
+        never_ran = ", ".join(
+            f"{c['tool_name']}({json.dumps(c['args'], default=str)})" for c in record.sub_agent_pending_tool_calls
+        )
+        content += (
+            f"\n\n[{record.agent_id} stopped at tools only the caller can run; these never ran: {never_ran}]"
+        )
     if record.ref_id:
         content += ref_line(record.ref_id)
     return ToolMessage(content=content, tool_call_id=record.tool_call_id, name=call["name"], artifact=artifact)

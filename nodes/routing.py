@@ -27,6 +27,7 @@ __all__ = [
     "error_result",
     "last_turn",
     "results_pending",
+    "unanswered",
     "start_node",
     "complete_node",
     "TOOLS_NODE",
@@ -116,13 +117,15 @@ def dispatch(
                 prompt = expand_refs(handle, prompt, args.context_from_refs)
             task: DelegationTask = {"call": call, "key": key, "prompt": prompt, "max_steps": args.max_steps}
             sends.append(Send(start_node(key) if via_start else key, task))
+        elif name in spec.client_tools:
+            continue  # the caller runs it: the turn ends with the call pending
         elif name in spec.tools:
             tool_calls.append(call)
         else:
             known = ", ".join(sorted([*spec.delegation_tools, *spec.tools])) or "none"
             errors.append(error_result(call, f"there is no tool named {name!r}; available tools: {known}"))
-    if tool_calls:
-        sends.append(Send(TOOLS_NODE, {"calls": tool_calls}))
+    # one task per call: a call that pauses never makes another one run twice
+    sends.extend(Send(TOOLS_NODE, {"call": call}) for call in tool_calls)
     return sends, errors
 
 
@@ -141,14 +144,20 @@ def last_turn(messages: Sequence[BaseMessage]) -> tuple[int, AIMessage | None]:
     return -1, None
 
 
-def results_pending(messages: Sequence[BaseMessage]) -> bool:
-    """True while some tool call of the last AI turn has no result yet.
-
-    Parallel branches of different lengths (a rejected delegation and a real one)
-    reach the supervisor in different steps; it waits for the last one.
-    """
+def unanswered(messages: Sequence[BaseMessage]) -> list[ToolCall]:
+    """Tool calls of the current run's last AI turn that have no result yet."""
     index, ai = last_turn(messages)
     if ai is None or not ai.tool_calls:
-        return False
+        return []
     answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
-    return any(call["id"] not in answered for call in ai.tool_calls)
+    return [call for call in ai.tool_calls if call["id"] not in answered]
+
+
+def results_pending(messages: Sequence[BaseMessage], client_tools: frozenset[str] = frozenset()) -> bool:
+    """True while some tool call of the last AI turn that this graph runs has no result.
+
+    Parallel branches of different lengths (a rejected delegation and a real one)
+    reach the supervisor in different steps; it waits for the last one. Client tools
+    are the caller's to answer.
+    """
+    return any(call["name"] not in client_tools for call in unanswered(messages))

@@ -82,6 +82,8 @@ class AgentSpec:
     subagent_ids: Mapping[str, str]
     defaults: RunOptions
     approval_tools: frozenset[str] = frozenset()
+    # tools without `execute`: the caller runs them
+    client_tools: frozenset[str] = frozenset()
     # (id(model), with refs) -> (model, bound model); holding the model keeps its id
     # from being reused while the entry lives
     _bound: dict[tuple[int, bool], tuple[Any, Runnable[Any, Any]]] = field(default_factory=dict)

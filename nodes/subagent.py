@@ -39,7 +39,7 @@ from nodes.delegation import (
 )
 from nodes.events import Emitter
 from nodes.options import RunContext, RunHandle, RunOptions
-from nodes.routing import SUPERVISOR_NODE, complete_node, last_turn
+from nodes.routing import SUPERVISOR_NODE, complete_node, last_turn, unanswered
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec
 from nodes.state import run_start, usage_of_run, zero_usage
@@ -93,7 +93,8 @@ def make_subagent_node(
         ns = configurable.get("checkpoint_ns", "")
         if per_parent_thread:
             ns = stable_namespace(ns)
-        thread_id = delegation_thread_id(configurable.get("thread_id"), ns)
+        # runs without memory keep nothing, so their delegations have no thread to name
+        thread_id = delegation_thread_id(configurable.get("thread_id"), ns) if handle.thread_id else None
         resource_id = subagent_resource_id(handle.resource_id or handle.thread_id, key)
         record = DelegationRecord(
             tool_call_id=tool_call_id,
@@ -201,6 +202,18 @@ async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunCont
     _, last = last_turn(record.messages)
     record.text = text_of(last) if last is not None and not last.tool_calls else ""
     record.finish_reason = latest.get("finish_reason") or "stop"
+    if record.finish_reason == "tool-calls":
+        record.sub_agent_pending_tool_calls = [
+            {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"]}
+            for call in unanswered(record.messages)
+        ]
+        if last is not None:
+            record.text = text_of(last)
+        log.warning(
+            "subagent %r called client tools it cannot run (%s); they never ran",
+            record.agent_id,
+            ", ".join(c["tool_name"] for c in record.sub_agent_pending_tool_calls),
+        )
 
 
 def _tool_results(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:

@@ -14,7 +14,15 @@ from langgraph.types import Command, Overwrite
 
 from nodes.events import Emitter
 from nodes.options import RunContext, RunHandle, RunOptions
-from nodes.routing import ITERATION_NODE, SUPERVISOR_NODE, after_answer, dispatch, error_result, results_pending
+from nodes.routing import (
+    ITERATION_NODE,
+    SUPERVISOR_NODE,
+    after_answer,
+    dispatch,
+    error_result,
+    results_pending,
+    unanswered,
+)
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec
 from nodes.state import SupervisorState, feedback_message, is_run_input
@@ -91,7 +99,7 @@ def end_update(state: SupervisorState, finish_reason: str, messages: Sequence[Ba
 def make_supervisor_node(spec: AgentSpec) -> Any:
     async def supervisor(state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         messages = state.get("messages") or []
-        if results_pending(messages):
+        if results_pending(messages, spec.client_tools):
             return None  # a longer parallel branch will bring the last result
         pending = [feedback_message(text, "hook") for text in state.get("feedback") or []]
         consumed: dict[str, Any] = {"feedback": Overwrite([])} if pending else {}
@@ -100,6 +108,9 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         opts, handle = run_scope(spec, config, runtime)
         if handle.abort_signal is not None and handle.abort_signal.is_set():
             return Command(update={**end_update(state, "abort", pending), **consumed}, goto=END)
+        if spec.client_tools and unanswered(messages):
+            # only client tools are left: the caller answers them on the next call
+            return Command(update={**end_update(state, "tool-calls", pending), **consumed}, goto=END)
         iteration = iteration_of_run(messages)
         stop_at = state.get("stop_at")
         if iteration >= opts.max_steps or (stop_at is not None and iteration >= stop_at):

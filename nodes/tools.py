@@ -1,54 +1,147 @@
-"""The tools node: runs the supervisor's own tools for one model turn, concurrently."""
+"""The tools node: runs one of the agent's own tool calls (SPEC §9).
+
+Each tool call of a turn is its own `Send` task, so a call that pauses (approval,
+`suspend()`) never makes another call of the same turn run twice: LangGraph keeps the
+writes of finished tasks and re-runs only the paused one on resume.
+
+Approval happens *before* any side effect: the node asks with `interrupt()` and runs
+the tool only once the answer is a boolean `approved: True`. An invalid answer is
+asked again with a fresh `interrupt()`, so it never consumes the pending approval.
+"""
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
-from langgraph.types import Command
-from pydantic import ValidationError
+from langgraph.types import Command, interrupt
+from pydantic import BaseModel, ValidationError
 
 from nodes.context import using_request_context
 from nodes.events import Emitter
-from nodes.options import RunContext
+from nodes.options import RunContext, RunHandle
 from nodes.routing import SUPERVISOR_NODE, error_result
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec
 
-__all__ = ["make_tools_node"]
+__all__ = [
+    "DECLINED_TEXT",
+    "approval_answer",
+    "current_tool_call",
+    "make_tools_node",
+    "pause_payload",
+    "suspend",
+]
+
+DECLINED_TEXT = "The user declined this tool call; it did not run."
+
+_current_call: ContextVar[dict[str, Any] | None] = ContextVar("supervisor_graph_tool_call", default=None)
+
+
+def current_tool_call() -> dict[str, Any] | None:
+    """The tool call being executed (with its agent path and run id), inside a tool."""
+    return _current_call.get()
+
+
+def pause_payload(kind: str, call: ToolCall | Mapping[str, Any], handle: RunHandle, **extra: Any) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "tool_call_id": call["id"],
+        "tool_name": call["name"],
+        "args": call["args"],
+        "agent_path": list(handle.agent_path),
+        "run_id": handle.run_id,
+        **extra,
+    }
+
+
+def approval_answer(value: Any) -> bool | str:
+    """`True`/`False` from a valid answer, or a message saying what is wrong with it."""
+    if isinstance(value, Mapping) and isinstance(value.get("approved"), bool):
+        return bool(value["approved"])
+    return (
+        'an approval answer must be {"approved": true} or {"approved": false} '
+        f"(a boolean), not {value!r}"
+    )
+
+
+def suspend(payload: Any = None) -> Any:
+    """Pause the run from inside a tool until the caller resumes it; returns the data the
+    caller resumes with (validated against the tool's `resume_schema`, if it has one).
+
+    Example:
+        >>> def execute(args):  # doctest: +SKIP
+        ...     answer = suspend({"question": "Which account?"})
+        ...     return f"using {answer['account']}"
+    """
+    call = _current_call.get()
+    if call is None:
+        raise RuntimeError("suspend() can only be called inside a tool while an agent runs")
+    schema: type[BaseModel] | None = call.get("resume_schema")
+    request = {**call["payload"], "payload": payload}
+    if schema is not None:
+        request["resume_schema"] = schema.model_json_schema()
+    while True:
+        value = interrupt(request)
+        if schema is None:
+            return value
+        try:
+            return schema.model_validate(value)
+        except ValidationError as exc:
+            # ask again: the suspension stays pending and answerable
+            request = {**request, "error": f"resume data does not match the resume schema: {exc.errors()[0]['msg']}"}
+
+
+def _needs_approval(tool: BaseTool, agent_wide: bool) -> bool:
+    return agent_wide or bool((tool.metadata or {}).get("require_approval"))
 
 
 def make_tools_node(spec: AgentSpec) -> Any:
-    async def run_tool(call: ToolCall, config: RunnableConfig, emit: Emitter) -> ToolMessage:
+    async def tools(payload: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
+        opts, handle = run_scope(spec, config, runtime)
+        using_request_context(handle.request_context)
+        emit = Emitter(runtime, handle.agent_path, handle.run_id)
+        call: ToolCall = payload["call"]
         tool = spec.tools[call["name"]]
-        try:
-            result = await tool.ainvoke({**call, "type": "tool_call"}, config)
-        except GraphBubbleUp:
-            raise
-        except ValidationError as exc:
-            result = error_result(call, f"invalid arguments for {call['name']}: {exc.error_count()} error(s): {exc}")
-        except Exception as exc:  # noqa: BLE001 - a failing tool is a tool error the model sees
-            result = error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
-        if not isinstance(result, ToolMessage):
-            result = ToolMessage(content=str(result), tool_call_id=call["id"] or "", name=call["name"])
+        result: ToolMessage | None = None
+        if _needs_approval(tool, opts.require_tool_approval):
+            request = pause_payload("approval", call, handle)
+            while True:
+                answer = approval_answer(interrupt(request))
+                if isinstance(answer, bool):
+                    break
+                request = {**request, "error": answer}
+            if not answer:
+                result = ToolMessage(content=DECLINED_TEXT, tool_call_id=call["id"] or "", name=call["name"], status="error")
+        if result is None:
+            token = _current_call.set(
+                {
+                    "payload": pause_payload("suspend", call, handle),
+                    "resume_schema": (tool.metadata or {}).get("resume_schema"),
+                }
+            )
+            try:
+                output = await tool.ainvoke({**call, "type": "tool_call"}, config)
+            except GraphBubbleUp:
+                raise
+            except ValidationError as exc:
+                output = error_result(call, f"invalid arguments for {call['name']}: {exc.error_count()} error(s): {exc}")
+            except Exception as exc:  # noqa: BLE001 - a failing tool is a tool error the model sees
+                output = error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
+            finally:
+                _current_call.reset(token)
+            result = output if isinstance(output, ToolMessage) else ToolMessage(
+                content=str(output), tool_call_id=call["id"] or "", name=call["name"]
+            )
         if emit.active:
             kind = "tool-error" if result.status == "error" else "tool-result"
             emit(kind, {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "result": result.content})
-        return result
-
-    async def tools(payload: dict[str, Any], config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
-        _, handle = run_scope(spec, config, runtime)
-        using_request_context(handle.request_context)
-        emit = Emitter(runtime, handle.agent_path, handle.run_id)
-        calls: list[ToolCall] = payload["calls"]
-        if len(calls) == 1:
-            results = [await run_tool(calls[0], config, emit)]
-        else:
-            results = list(await asyncio.gather(*(run_tool(call, config, emit) for call in calls)))
-        return Command(update={"messages": results}, goto=SUPERVISOR_NODE)
+        return Command(update={"messages": [result]}, goto=SUPERVISOR_NODE)
 
     return tools

@@ -35,7 +35,7 @@ from supervisor_graph.compiler import compile_agent
 from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, SupervisorGraphError, ThreadBusyError
 from supervisor_graph.memory import Memory, ThreadRecord
 from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
-from supervisor_graph.tools import create_tool
+from supervisor_graph.tools import create_tool, current_request_context, suspend
 
 __all__ = [
     "DELEGATION_HOOK_ERRORS",
@@ -71,4 +71,6 @@ __all__ = [
     "Usage",
     "compile_agent",
     "create_tool",
+    "current_request_context",
+    "suspend",
 ]

@@ -103,7 +103,9 @@ class Agent(BaseModel):
             if not sub.description:
                 raise ValueError(f"subagent {key!r} (id {sub.id!r}) needs a description: the supervisor model reads it")
             if sub.id in seen:
-                raise ValueError(f"subagents {seen[sub.id]!r} and {key!r} have the same id {sub.id!r}; ids must be unique")
+                raise ValueError(
+                    f"subagents {seen[sub.id]!r} and {key!r} have the same id {sub.id!r}; ids must be unique"
+                )
             seen[sub.id] = key
         return value
 
@@ -168,6 +170,122 @@ class Agent(BaseModel):
         from supervisor_graph.run import stream
 
         return await stream(self, prompt, **options)
+
+    # -- answering a paused run ------------------------------------------------
+
+    async def _answer(
+        self,
+        kind: str,
+        value: Any,
+        streaming: bool,
+        run_id: str | None,
+        tool_call_id: str | None,
+        interrupt_id: str | None,
+        memory: Any,
+        options: dict[str, Any],
+    ) -> Any:
+        from supervisor_graph.resume import resume
+
+        key = interrupt_id or tool_call_id
+        answers = {key: value} if key else None
+        return await resume(
+            self, answers, value=value, run_id=run_id, memory=memory, streaming=streaming, kind=kind, **options
+        )
+
+    async def approve_tool_call(
+        self,
+        *,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        interrupt_id: str | None = None,
+        memory: Any = None,
+        **options: Any,
+    ) -> GenerateResult:
+        """Approve a pending tool call and run on to the end (or the next pause).
+
+        `interrupt_id` stays unambiguous when two subagents' calls share a tool call id.
+        Without `memory`, the run is found by `run_id` among this process's paused runs.
+        """
+        return await self._answer(
+            "approval", {"approved": True}, False, run_id, tool_call_id, interrupt_id, memory, options
+        )  # type: ignore[no-any-return]
+
+    async def decline_tool_call(
+        self,
+        *,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        interrupt_id: str | None = None,
+        memory: Any = None,
+        **options: Any,
+    ) -> GenerateResult:
+        """Decline a pending tool call: it never runs and its model is told so."""
+        return await self._answer(
+            "approval", {"approved": False}, False, run_id, tool_call_id, interrupt_id, memory, options
+        )  # type: ignore[no-any-return]
+
+    async def approve_tool_call_stream(
+        self,
+        *,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        interrupt_id: str | None = None,
+        memory: Any = None,
+        **options: Any,
+    ) -> AgentStream:
+        """`approve_tool_call`, streaming the rest of the run."""
+        return await self._answer(
+            "approval", {"approved": True}, True, run_id, tool_call_id, interrupt_id, memory, options
+        )  # type: ignore[no-any-return]
+
+    async def decline_tool_call_stream(
+        self,
+        *,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        interrupt_id: str | None = None,
+        memory: Any = None,
+        **options: Any,
+    ) -> AgentStream:
+        """`decline_tool_call`, streaming the rest of the run."""
+        return await self._answer(
+            "approval", {"approved": False}, True, run_id, tool_call_id, interrupt_id, memory, options
+        )  # type: ignore[no-any-return]
+
+    async def resume_generate(
+        self,
+        resume_data: Any,
+        *,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        interrupt_id: str | None = None,
+        memory: Any = None,
+        **options: Any,
+    ) -> GenerateResult:
+        """Resume a tool paused with `suspend()`; the tool receives `resume_data`."""
+        return await self._answer("suspend", resume_data, False, run_id, tool_call_id, interrupt_id, memory, options)  # type: ignore[no-any-return]
+
+    async def resume_stream(
+        self,
+        resume_data: Any,
+        *,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        interrupt_id: str | None = None,
+        memory: Any = None,
+        **options: Any,
+    ) -> AgentStream:
+        """`resume_generate`, streaming the rest of the run."""
+        return await self._answer("suspend", resume_data, True, run_id, tool_call_id, interrupt_id, memory, options)  # type: ignore[no-any-return]
+
+    async def resume(
+        self, answers: dict[str, Any], *, run_id: str | None = None, memory: Any = None, **options: Any
+    ) -> GenerateResult:
+        """Answer several pending items at once: `{interrupt or tool call id: answer}`
+        (`{"approved": bool}` for approvals, the resume data for suspended tools)."""
+        from supervisor_graph.resume import resume
+
+        return await resume(self, answers, run_id=run_id, memory=memory, **options)  # type: ignore[return-value]
 
     def generate_sync(self, prompt: Any, **options: Any) -> GenerateResult:
         """`generate` for scripts and notebooks."""

@@ -82,6 +82,8 @@ class _Run:
     first_input_id: str | None
     input_count: int = 0
     busy_key: tuple[int, str] | None = None
+    durability: Any = None
+    ephemeral: bool = False
     released: bool = field(default=False)
 
     def release(self) -> None:
@@ -105,15 +107,65 @@ def _input_messages(prompt: Any) -> list[BaseMessage]:
     return messages
 
 
-async def _prepare(agent: Agent, prompt: Any, options: dict[str, Any], *, resume: Any = None) -> _Run:
+_ephemeral: Any = None
+
+
+def ephemeral_saver() -> Any:
+    """The process's saver for runs without `memory`: they are checkpointed only when
+    they pause (durability "exit"), so an approval can still be answered, and their
+    thread is deleted when they end."""
+    global _ephemeral
+    if _ephemeral is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from checkpointers.delta_cache import with_delta_cache
+
+        _ephemeral = with_delta_cache(InMemorySaver)()
+    return _ephemeral
+
+
+@dataclass(slots=True)
+class PausedRun:
+    """Where a paused run lives, so it can be resumed by its run id."""
+
+    thread_id: str
+    saver: Any
+    ephemeral: bool
+    resource_id: str | None = None
+
+
+# run id -> paused run; entries live until the run is resumed to its end
+paused_runs: dict[str, PausedRun] = {}
+
+
+async def _prepare(
+    agent: Agent,
+    prompt: Any,
+    options: dict[str, Any],
+    *,
+    resume: Any = None,
+    run_id: str | None = None,
+    paused: PausedRun | None = None,
+) -> _Run:
     try:
         opts = RunOptions.model_validate(merge_options(agent.default_options, options))
     except ValidationError as exc:
         raise ValueError(f"invalid run options: {exc}") from None
-    run_id = uuid.uuid4()
-    config: RunnableConfig = {"run_id": run_id, "recursion_limit": 10_000}
+    run_uuid = uuid.UUID(run_id) if run_id else uuid.uuid4()
+    config: RunnableConfig = {"run_id": run_uuid, "recursion_limit": 10_000}
     thread_id = resource_id = None
     busy_key = None
+    durability = None
+    ephemeral = opts.memory is None and (paused is None or paused.ephemeral)
+    if ephemeral:
+        saver = paused.saver if paused is not None else ephemeral_saver()
+        config["configurable"] = {
+            "thread_id": paused.thread_id if paused is not None else f"ephemeral-{run_uuid}",
+            "__pregel_checkpointer": saver,
+        }
+        durability = "exit"
+    elif opts.memory is None and paused is not None:
+        opts = opts.model_copy(update={"memory": {"thread": paused.thread_id, "resource": paused.resource_id}})
     if opts.memory is not None:
         if agent.memory is None:
             raise ValueError(
@@ -130,14 +182,14 @@ async def _prepare(agent: Agent, prompt: Any, options: dict[str, Any], *, resume
             )
         _busy.add(busy_key)
     request_context = opts.request_context if opts.request_context is not None else RequestContext()
-    request_context.set(RUN_ID_KEY, str(run_id))
+    request_context.set(RUN_ID_KEY, str(run_uuid))
     if thread_id is not None:
         request_context.set(THREAD_ID_KEY, thread_id)
         request_context.set(RESOURCE_ID_KEY, resource_id)
         if agent.memory is not None and agent.memory.kind in ("sqlite", "postgres"):
             check_json({k: v for k, v in request_context.to_dict().items() if k != DELEGATION_HOOK_ERRORS}, "generate()")
     handle = RunHandle(
-        run_id=str(run_id),
+        run_id=str(run_uuid),
         agent_path=(agent.id,),
         request_context=request_context,
         abort_signal=opts.abort_signal,
@@ -159,11 +211,13 @@ async def _prepare(agent: Agent, prompt: Any, options: dict[str, Any], *, resume
         config=config,
         context=RunContext.for_run(opts, handle),
         options=opts,
-        run_id=str(run_id),
+        run_id=str(run_uuid),
         thread_id=thread_id,
         first_input_id=first_id,
         input_count=0 if resume is not None else len(graph_input["messages"]),
         busy_key=busy_key,
+        durability=durability,
+        ephemeral=ephemeral,
     )
 
 
@@ -251,11 +305,29 @@ def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> Generate
 ABORTED_TOOL_TEXT = "[Aborted] The run was cancelled before this tool call finished."
 
 
+async def _after(run: _Run, result: GenerateResult) -> None:
+    """Remember a paused run; forget an ephemeral run's thread once it has ended."""
+    configurable = run.config.get("configurable") or {}
+    if result.suspended:
+        paused_runs[run.run_id] = PausedRun(
+            thread_id=configurable["thread_id"],
+            saver=configurable["__pregel_checkpointer"],
+            ephemeral=run.ephemeral,
+            resource_id=run.options.memory.resource if run.options.memory else None,
+        )
+        return
+    paused_runs.pop(run.run_id, None)
+    if run.ephemeral:
+        await configurable["__pregel_checkpointer"].adelete_thread(configurable["thread_id"])
+
+
 async def _repair_thread(run: _Run, reason: str = "abort") -> dict[str, Any] | None:
     """The thread after an abort or a failure, made consistent: every tool call the
     last turn made gets a result, so the next call on the thread (and its model) sees a
     well-formed conversation with everything that completed."""
     if run.thread_id is None:
+        if run.ephemeral:
+            await _after(run, GenerateResult(text="", messages=[], usage=Usage(), finish_reason="abort", run_id=run.run_id))
         return None
     snapshot = await run.graph.aget_state(run.config)
     values = dict(snapshot.values)
@@ -284,11 +356,13 @@ async def generate(agent: Agent, prompt: Any, **options: Any) -> GenerateResult:
 async def _generate(run: _Run) -> GenerateResult:
     try:
         values, aborted = await _until_aborted(
-            run, run.graph.ainvoke(run.input, run.config, context=run.context)
+            run, run.graph.ainvoke(run.input, run.config, context=run.context, durability=run.durability)
         )
         if aborted:
             values = await _repair_thread(run)
-        return _result(run, values, aborted)
+        result = _result(run, values, aborted)
+        await _after(run, result)
+        return result
     except Exception:
         await _repair_thread(run, "error")
         raise
@@ -352,6 +426,7 @@ class AgentStream:
                     context=run.context,
                     stream_mode=["values", "messages", "custom", "updates"],
                     subgraphs=True,
+                    durability=run.durability,
                 ):
                     if mode == "custom":
                         if isinstance(data, dict) and data.get(EVENT_KEY):
@@ -382,6 +457,7 @@ class AgentStream:
                 last_values = await _repair_thread(run)
                 emit(make_chunk("abort", {"reason": getattr(run.options.abort_signal, "reason", None)}, run.run_id, (run.agent.id,)))
             result = _result(run, last_values, aborted)
+            await _after(run, result)
             for item in result.suspended:
                 kind = "tool-call-suspended" if item.kind == "suspend" else "tool-call-approval"
                 emit(make_chunk(kind, item.model_dump(), run.run_id, item.agent_path))

@@ -10,8 +10,9 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
 from nodes.context import current_request_context
+from nodes.tools import suspend
 
-__all__ = ["create_tool", "current_request_context", "is_client_tool", "requires_approval"]
+__all__ = ["create_tool", "current_request_context", "is_client_tool", "requires_approval", "suspend"]
 
 
 def create_tool(
@@ -21,6 +22,7 @@ def create_tool(
     input_schema: type[BaseModel],
     execute: Callable[..., Any] | None = None,
     require_approval: bool = False,
+    resume_schema: type[BaseModel] | None = None,
 ) -> BaseTool:
     """A LangChain tool whose `execute(input)` receives the validated `input_schema` model.
 
@@ -34,12 +36,14 @@ def create_tool(
         'results for LangGraph'
 
     A tool without `execute` is a client tool: the run stops for the caller to answer it.
+    Inside `execute`, `suspend(payload)` pauses the run; `resume_schema` validates the
+    data the caller resumes with.
     """
     if not id:
         raise ValueError("create_tool: id must be a non-empty tool name")
     if not (isinstance(input_schema, type) and issubclass(input_schema, BaseModel)):
         raise TypeError("create_tool: input_schema must be a pydantic model class")
-    metadata = {"require_approval": require_approval, "client_tool": execute is None}
+    metadata = {"require_approval": require_approval, "client_tool": execute is None, "resume_schema": resume_schema}
 
     def parse(kwargs: dict[str, Any]) -> BaseModel:
         return input_schema.model_validate(kwargs)

@@ -1,0 +1,149 @@
+"""Answering a paused run: approvals, suspended tools (SPEC §9).
+
+A pause is a LangGraph interrupt on the run's thread (a subagent's interrupt surfaces
+on its parent's thread). Answers are checked *before* resuming, because LangGraph
+consumes an interrupt once it is resumed, whatever the value: an invalid answer raises
+here and leaves the pause pending and answerable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from langgraph.types import Command
+from pydantic import BaseModel, ValidationError
+
+from nodes.tools import approval_answer
+from supervisor_graph.errors import NothingPendingError
+from supervisor_graph.run import AgentStream, GenerateResult, PausedRun, _generate, _prepare, paused_runs
+
+if TYPE_CHECKING:
+    from langgraph.types import Interrupt
+
+    from supervisor_graph.agent import Agent
+
+__all__ = ["pending_interrupts", "resume"]
+
+
+async def _locate(agent: Agent, run_id: str | None, memory: Any) -> tuple[PausedRun | None, dict[str, Any]]:
+    if memory is not None:
+        return None, {"memory": memory}
+    if run_id is not None and run_id in paused_runs:
+        return paused_runs[run_id], {}
+    raise NothingPendingError(
+        f"no paused run {run_id!r} is known to this process; pass memory={{'thread': ...}} to resume "
+        "a run stored in the agent's memory (for example after a restart)"
+    )
+
+
+async def pending_interrupts(agent: Agent, *, run_id: str | None = None, memory: Any = None) -> list[Interrupt]:
+    """The interrupts waiting on a paused run's thread."""
+    paused, options = await _locate(agent, run_id, memory)
+    run = await _prepare(agent, None, options, resume=Command(resume=None), paused=paused)
+    try:
+        snapshot = await run.graph.aget_state(run.config)
+    finally:
+        run.release()
+    return list(snapshot.interrupts)
+
+
+def _find_tool(agent: Agent, agent_path: list[str], tool_name: str) -> Any:
+    current = agent
+    for agent_id in agent_path[1:]:
+        current = next((sub for sub in current.agents.values() if sub.id == agent_id), current)
+    return current.tools.get(tool_name)
+
+
+def _check(agent: Agent, item: Interrupt, value: Any) -> Any:
+    payload = item.value if isinstance(item.value, Mapping) else {}
+    kind = payload.get("kind")
+    if kind == "approval":
+        answer = approval_answer(value)
+        if not isinstance(answer, bool):
+            raise ValueError(f"tool call {payload.get('tool_call_id')!r}: {answer}; the approval is still pending")
+        return {"approved": answer}
+    if kind == "suspend":
+        tool = _find_tool(agent, list(payload.get("agent_path") or [agent.id]), str(payload.get("tool_name")))
+        schema: type[BaseModel] | None = (tool.metadata or {}).get("resume_schema") if tool is not None else None
+        if schema is not None:
+            try:
+                schema.model_validate(value)
+            except ValidationError as exc:
+                raise ValueError(
+                    f"resume data for {payload.get('tool_name')!r} does not match its resume schema "
+                    f"({exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}); the tool is still suspended"
+                ) from None
+    return value
+
+
+def _select(items: list[Interrupt], key: str) -> Interrupt:
+    by_id = [i for i in items if i.id == key]
+    if by_id:
+        return by_id[0]
+    by_call = [i for i in items if isinstance(i.value, Mapping) and i.value.get("tool_call_id") == key]
+    if len(by_call) == 1:
+        return by_call[0]
+    if len(by_call) > 1:
+        raise ValueError(
+            f"several pending items have tool call id {key!r} (subagents may reuse ids); "
+            f"answer by interrupt id: {', '.join(i.id for i in by_call)}"
+        )
+    raise NothingPendingError(
+        f"nothing pending matches {key!r}; pending: "
+        + ", ".join(f"{i.id} ({i.value.get('tool_name') if isinstance(i.value, Mapping) else '?'})" for i in items)
+    )
+
+
+async def resume(
+    agent: Agent,
+    answers: Mapping[str, Any] | None = None,
+    *,
+    value: Any = None,
+    run_id: str | None = None,
+    memory: Any = None,
+    streaming: bool = False,
+    kind: str | None = None,
+    **options: Any,
+) -> GenerateResult | AgentStream:
+    """Resume a paused run with `answers` (interrupt id or tool call id -> value), or with
+    `value` for its only pending item."""
+    paused, located = await _locate(agent, run_id, memory)
+    probe = await _prepare(agent, None, {**options, **located}, resume=Command(resume=None), paused=paused)
+    try:
+        snapshot = await probe.graph.aget_state(probe.config)
+    finally:
+        probe.release()
+    items = list(snapshot.interrupts)
+    if kind is not None:
+        items = [i for i in items if isinstance(i.value, Mapping) and i.value.get("kind") == kind]
+    if not items:
+        raise NothingPendingError(
+            f"nothing is pending on this run{f' (no {kind} waits)' if kind else ''}: it has finished or was never paused"
+        )
+    if answers is None:
+        if len(items) > 1:
+            raise ValueError(
+                f"{len(items)} items are pending; name one (tool_call_id= or interrupt_id=) or answer all with "
+                "resume({id: answer, ...}): " + ", ".join(i.id for i in items)
+            )
+        answers = {items[0].id: value}
+    chosen = {}
+    for key, answer in answers.items():
+        item = _select(items, key)
+        chosen[item.id] = _check(agent, item, answer)
+    first = next(iter(chosen))
+    paused_run_id = next(
+        (i.value.get("run_id") for i in items if i.id == first and isinstance(i.value, Mapping)), None
+    )
+    run = await _prepare(
+        agent,
+        None,
+        {**options, **located},
+        resume=Command(resume=chosen),
+        run_id=paused_run_id or run_id,
+        paused=paused,
+    )
+    if streaming:
+        return AgentStream(run)
+    return await _generate(run)
