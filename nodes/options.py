@@ -61,7 +61,7 @@ class RunOptions(BaseModel):
     max_steps: int = Field(default=5, ge=1)
     delegation: DelegationOptions = Field(default_factory=DelegationOptions)
     on_iteration_complete: Callable[..., Any] | None = None
-    is_task_complete: Any = None
+    is_task_complete: Any = None  # nodes.task_complete.TaskCompleteOptions
     request_context: RequestContext | None = None
     abort_signal: AbortSignal | asyncio.Event | None = None
     memory: MemoryOptions | None = None
@@ -73,6 +73,15 @@ class RunOptions(BaseModel):
         if isinstance(value, Mapping):
             return RequestContext(value)
         return value
+
+    @field_validator("is_task_complete", mode="before")
+    @classmethod
+    def _task_complete(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        from nodes.task_complete import TaskCompleteOptions
+
+        return TaskCompleteOptions.model_validate(value) if not isinstance(value, TaskCompleteOptions) else value
 
     @field_validator("memory", mode="before")
     @classmethod

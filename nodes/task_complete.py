@@ -1,25 +1,154 @@
-"""The task-completion gate: runs the run's scorers after an answer (SPEC §11).
+"""The task-completion gate (SPEC §11): scorers decide whether an answer ends the run.
 
-Reached only when the run sets `is_task_complete`.
+Reached only after a model turn that answered (no tool calls) and only when the run
+sets `is_task_complete`. Scorers run concurrently; failing ones add their feedback to
+the conversation and the loop goes on, bounded by `max_steps`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Literal, Protocol, runtime_checkable
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command
+from pydantic import BaseModel, ConfigDict, Field
 
+from nodes.context import RequestContext
 from nodes.options import RunContext
-from nodes.spec import AgentSpec
+from nodes.routing import SUPERVISOR_NODE, last_turn
+from nodes.scope import run_scope
+from nodes.spec import AgentSpec, maybe_await
+from nodes.state import SupervisorState, feedback_message, run_start
+from nodes.text import text_of
 
-__all__ = ["make_task_complete_node"]
+__all__ = [
+    "RunView",
+    "Score",
+    "Scorer",
+    "ScoringContext",
+    "TaskCompleteOptions",
+    "TaskCompleteResult",
+    "make_task_complete_node",
+]
+
+log = logging.getLogger("supervisor_graph")
+
+
+class RunView(BaseModel):
+    """The run a scorer judges: `input` (the user's request) and `output` (the answer)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    input: str
+    output: str
+    messages: list[BaseMessage] = Field(default_factory=list)
+
+
+class ScoringContext(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    run: RunView
+    iteration: int
+    request_context: RequestContext
+
+
+class Score(BaseModel):
+    """One scorer's verdict: `score` in [0, 1] and why."""
+
+    scorer_id: str
+    name: str
+    score: float = Field(ge=0.0, le=1.0)
+    reason: str | None = None
+    passed: bool = False
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    id: str
+    name: str
+
+    async def score(self, context: ScoringContext) -> Score: ...
+
+
+class TaskCompleteResult(BaseModel):
+    """What `on_complete` receives."""
+
+    complete: bool
+    scores: list[Score]
+    feedback: list[str]
+
+
+class TaskCompleteOptions(BaseModel):
+    """`is_task_complete={...}`."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    scorers: list[Any] = Field(min_length=1)
+    strategy: Literal["all", "any"] = "all"
+    threshold: float = Field(default=1.0, ge=0.0, le=1.0)
+    on_complete: Callable[..., Any] | None = None
+
+    def model_post_init(self, _context: Any) -> None:
+        for scorer in self.scorers:
+            if not isinstance(scorer, Scorer):
+                raise ValueError(
+                    f"is_task_complete.scorers: {scorer!r} is not a scorer; build one with "
+                    "create_scorer(...).generate_score(fn) or create_rubric_scorer(...)"
+                )
+
+
+async def _safe_score(scorer: Any, context: ScoringContext) -> Score:
+    try:
+        return await scorer.score(context)  # type: ignore[no-any-return]
+    except Exception as exc:  # noqa: BLE001 - a broken scorer is a failed score, not a crash
+        log.warning("scorer %r failed: %s: %s", getattr(scorer, "id", scorer), type(exc).__name__, exc)
+        return Score(
+            scorer_id=str(getattr(scorer, "id", "scorer")),
+            name=str(getattr(scorer, "name", "scorer")),
+            score=0.0,
+            reason=f"the scorer failed ({type(exc).__name__}: {exc})",
+        )
 
 
 def make_task_complete_node(spec: AgentSpec) -> Any:
-    async def task_complete(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
-        return Command(goto=END)
+    async def task_complete(state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
+        opts, handle = run_scope(spec, config, runtime)
+        settings = opts.is_task_complete
+        if settings is None:
+            return Command(goto=END)
+        messages = state.get("messages") or []
+        _, answer = last_turn(messages)
+        start = run_start(messages)
+        context = ScoringContext(
+            run=RunView(
+                input=text_of(messages[start]) if messages else "",
+                output=text_of(answer) if answer is not None else "",
+                messages=list(messages[start:]),
+            ),
+            iteration=sum(1 for m in messages[start:] if m.type == "ai"),
+            request_context=handle.request_context,
+        )
+        scores = list(await asyncio.gather(*(_safe_score(s, context) for s in settings.scorers)))
+        for score in scores:
+            score.passed = score.score >= settings.threshold
+        passed = [s.passed for s in scores]
+        complete = all(passed) if settings.strategy == "all" else any(passed)
+        feedback = [
+            f"[{s.name}] {s.reason or f'score {s.score:.2f} is below the required {settings.threshold:.2f}'}"
+            for s in scores
+            if not s.passed
+        ]
+        if settings.on_complete is not None:
+            await maybe_await(settings.on_complete(TaskCompleteResult(complete=complete, scores=scores, feedback=feedback)))
+        if complete:
+            return Command(goto=END)
+        text = "The answer is not complete yet. Feedback:\n" + "\n".join(f"- {f}" for f in feedback)
+        return Command(update={"messages": [feedback_message(text, "scorer")]}, goto=SUPERVISOR_NODE)
 
     return task_complete

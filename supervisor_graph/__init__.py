@@ -35,6 +35,7 @@ from supervisor_graph.compiler import compile_agent
 from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, SupervisorGraphError, ThreadBusyError
 from supervisor_graph.memory import Memory, ThreadRecord
 from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
+from supervisor_graph.scorers import Score, ScoringContext, TaskCompleteResult, create_rubric_scorer, create_scorer
 from supervisor_graph.tools import create_tool, current_request_context, suspend
 
 __all__ = [
@@ -70,6 +71,11 @@ __all__ = [
     "ThreadRecord",
     "Usage",
     "compile_agent",
+    "Score",
+    "ScoringContext",
+    "TaskCompleteResult",
+    "create_rubric_scorer",
+    "create_scorer",
     "create_tool",
     "current_request_context",
     "suspend",
