@@ -53,11 +53,12 @@ class FunctionScorer:
         if self._fn is None:
             raise RuntimeError(f"scorer {self.id!r} has no score function: call .generate_score(fn)")
         value = await maybe_await(self._fn(context))
-        reason = None
+        reason: str | None = None
         if isinstance(value, tuple):
             value, reason = value
         elif isinstance(value, Mapping):
-            value, reason = value.get("score"), value.get("reason")
+            reason = value.get("reason")
+            value = value.get("score")
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
             raise ValueError(f"scorer {self.id!r} returned {value!r}; a score must be a number in [0, 1]")
         return Score(scorer_id=self.id, name=self.name, score=float(value), reason=reason)
