@@ -293,6 +293,24 @@ class Agent(BaseModel):
 
         return run_sync(self.generate(prompt, **options))
 
+    def approve_tool_call_sync(self, **kwargs: Any) -> GenerateResult:
+        """`approve_tool_call` for scripts and notebooks."""
+        from supervisor_graph.run import run_sync
+
+        return run_sync(self.approve_tool_call(**kwargs))
+
+    def decline_tool_call_sync(self, **kwargs: Any) -> GenerateResult:
+        """`decline_tool_call` for scripts and notebooks."""
+        from supervisor_graph.run import run_sync
+
+        return run_sync(self.decline_tool_call(**kwargs))
+
+    def resume_generate_sync(self, resume_data: Any, **kwargs: Any) -> GenerateResult:
+        """`resume_generate` for scripts and notebooks."""
+        from supervisor_graph.run import run_sync
+
+        return run_sync(self.resume_generate(resume_data, **kwargs))
+
     def stream_sync(self, prompt: Any, **options: Any) -> Any:
         """`stream` for scripts and notebooks: an iterator of full-stream chunks."""
         from supervisor_graph.run import stream_sync
