@@ -171,3 +171,17 @@ async def test_runs_without_memory_can_be_resumed_by_run_id() -> None:
     assert done.text == "ok" and ledger == [5]
     with pytest.raises(NothingPendingError, match="no paused run"):
         await boss.approve_tool_call(run_id=result.run_id)
+
+
+async def test_resuming_inside_a_subagent_does_not_call_its_model_again(store) -> None:
+    ledger: list[int] = []
+    sub = payer(ledger)
+    sub_model = sub.model
+    boss = supervisor(delegate("payer", "pay"), {"payer": sub}, store)
+    for call in (store.call(), {}):  # with memory, and a run without memory
+        before = len(sub_model.calls)
+        result = await boss.generate("go", **call)
+        assert len(sub_model.calls) == before + 1
+        done = await boss.approve_tool_call(run_id=result.run_id, **({"memory": call["memory"]} if call else {}))
+        assert done.finish_reason == "stop"
+        assert len(sub_model.calls) == before + 2  # the call after the tool result, not a repeat of the first
