@@ -173,24 +173,13 @@ class Agent(BaseModel):
 
     # -- answering a paused run ------------------------------------------------
 
-    async def _answer(
-        self,
-        kind: str,
-        value: Any,
-        streaming: bool,
-        run_id: str | None,
-        tool_call_id: str | None,
-        interrupt_id: str | None,
-        memory: Any,
-        options: dict[str, Any],
-    ) -> Any:
+    async def _answer(self, kind: str, value: Any, streaming: bool, target: dict[str, Any]) -> Any:
         from supervisor_graph.resume import resume
 
-        key = interrupt_id or tool_call_id
+        key = target.pop("interrupt_id", None) or target.pop("tool_call_id", None)
+        target.pop("tool_call_id", None)
         answers = {key: value} if key else None
-        return await resume(
-            self, answers, value=value, run_id=run_id, memory=memory, streaming=streaming, kind=kind, **options
-        )
+        return await resume(self, answers, value=value, streaming=streaming, kind=kind, **target)
 
     async def approve_tool_call(
         self,
@@ -205,52 +194,23 @@ class Agent(BaseModel):
 
         `interrupt_id` stays unambiguous when two subagents' calls share a tool call id.
         Without `memory`, the run is found by `run_id` among this process's paused runs.
+        `decline_tool_call`, `approve_tool_call_stream` and `decline_tool_call_stream`
+        take the same keywords.
         """
-        return await self._answer(
-            "approval", {"approved": True}, False, run_id, tool_call_id, interrupt_id, memory, options
-        )  # type: ignore[no-any-return]
+        target = {"run_id": run_id, "tool_call_id": tool_call_id, "interrupt_id": interrupt_id, "memory": memory}
+        return await self._answer("approval", {"approved": True}, False, {**target, **options})  # type: ignore[no-any-return]
 
-    async def decline_tool_call(
-        self,
-        *,
-        run_id: str | None = None,
-        tool_call_id: str | None = None,
-        interrupt_id: str | None = None,
-        memory: Any = None,
-        **options: Any,
-    ) -> GenerateResult:
+    async def decline_tool_call(self, **target: Any) -> GenerateResult:
         """Decline a pending tool call: it never runs and its model is told so."""
-        return await self._answer(
-            "approval", {"approved": False}, False, run_id, tool_call_id, interrupt_id, memory, options
-        )  # type: ignore[no-any-return]
+        return await self._answer("approval", {"approved": False}, False, target)  # type: ignore[no-any-return]
 
-    async def approve_tool_call_stream(
-        self,
-        *,
-        run_id: str | None = None,
-        tool_call_id: str | None = None,
-        interrupt_id: str | None = None,
-        memory: Any = None,
-        **options: Any,
-    ) -> AgentStream:
+    async def approve_tool_call_stream(self, **target: Any) -> AgentStream:
         """`approve_tool_call`, streaming the rest of the run."""
-        return await self._answer(
-            "approval", {"approved": True}, True, run_id, tool_call_id, interrupt_id, memory, options
-        )  # type: ignore[no-any-return]
+        return await self._answer("approval", {"approved": True}, True, target)  # type: ignore[no-any-return]
 
-    async def decline_tool_call_stream(
-        self,
-        *,
-        run_id: str | None = None,
-        tool_call_id: str | None = None,
-        interrupt_id: str | None = None,
-        memory: Any = None,
-        **options: Any,
-    ) -> AgentStream:
+    async def decline_tool_call_stream(self, **target: Any) -> AgentStream:
         """`decline_tool_call`, streaming the rest of the run."""
-        return await self._answer(
-            "approval", {"approved": False}, True, run_id, tool_call_id, interrupt_id, memory, options
-        )  # type: ignore[no-any-return]
+        return await self._answer("approval", {"approved": False}, True, target)  # type: ignore[no-any-return]
 
     async def resume_generate(
         self,
@@ -262,21 +222,14 @@ class Agent(BaseModel):
         memory: Any = None,
         **options: Any,
     ) -> GenerateResult:
-        """Resume a tool paused with `suspend()`; the tool receives `resume_data`."""
-        return await self._answer("suspend", resume_data, False, run_id, tool_call_id, interrupt_id, memory, options)  # type: ignore[no-any-return]
+        """Resume a tool paused with `suspend()`; the tool receives `resume_data`.
+        `resume_stream` takes the same arguments and streams the rest of the run."""
+        target = {"run_id": run_id, "tool_call_id": tool_call_id, "interrupt_id": interrupt_id, "memory": memory}
+        return await self._answer("suspend", resume_data, False, {**target, **options})  # type: ignore[no-any-return]
 
-    async def resume_stream(
-        self,
-        resume_data: Any,
-        *,
-        run_id: str | None = None,
-        tool_call_id: str | None = None,
-        interrupt_id: str | None = None,
-        memory: Any = None,
-        **options: Any,
-    ) -> AgentStream:
+    async def resume_stream(self, resume_data: Any, **target: Any) -> AgentStream:
         """`resume_generate`, streaming the rest of the run."""
-        return await self._answer("suspend", resume_data, True, run_id, tool_call_id, interrupt_id, memory, options)  # type: ignore[no-any-return]
+        return await self._answer("suspend", resume_data, True, target)  # type: ignore[no-any-return]
 
     async def resume(
         self, answers: dict[str, Any], *, run_id: str | None = None, memory: Any = None, **options: Any
