@@ -444,6 +444,8 @@ def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
                 {"tool_name": call["name"], "result": message.content, **record.summary()},
             )
         update["messages"] = [message]
+        if artifact.get("cancelled"):  # the caller cancelled a suspended call in the subagent
+            update["bail"] = True
         return Command(update=update, goto=SUPERVISOR_NODE)
 
     delegation_complete.__name__ = f"{key}_complete"

@@ -21,6 +21,7 @@ from typing_extensions import TypedDict
 
 __all__ = [
     "FEEDBACK_MARK",
+    "SupervisorInput",
     "SupervisorState",
     "Usage",
     "add_usage",
@@ -56,6 +57,12 @@ def _append(current: list[str] | None, more: list[str] | None) -> list[str]:
 
 def _either(current: bool | None, more: bool | None) -> bool:
     return bool(current) or bool(more)
+
+
+class SupervisorInput(TypedDict):
+    """What a caller sends: new messages (LangGraph Studio's input form, `.as_tool()`)."""
+
+    messages: Annotated[list[AnyMessage], DeltaChannel(_add_message_batches)]
 
 
 class SupervisorState(TypedDict, total=False):

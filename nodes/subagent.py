@@ -44,6 +44,7 @@ from nodes.scope import run_scope
 from nodes.spec import AgentSpec
 from nodes.state import run_start, usage_of_run, zero_usage
 from nodes.text import text_of
+from nodes.tools import ended_by_cancel
 
 __all__ = ["make_subagent_node", "text_of"]
 
@@ -90,7 +91,7 @@ def make_subagent_node(
         tool_call_id = call["id"] or ""
         prompt = task["prompt"]
         configurable = config.get("configurable") or {}
-        ns = configurable.get("checkpoint_ns", "")
+        ns = task_ns = configurable.get("checkpoint_ns", "")
         if per_parent_thread:
             ns = stable_namespace(ns)
         # runs without memory keep nothing, so their delegations have no thread to name
@@ -114,7 +115,10 @@ def make_subagent_node(
         request_context.set(RESOURCE_ID_KEY, resource_id)
 
         emit = Emitter(runtime, handle.agent_path, handle.run_id)
-        emit("delegation-start", {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": prompt})
+        emit(
+            "delegation-start",
+            {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": prompt, "namespace": task_ns},
+        )
         try:
             parent_messages: list[BaseMessage] = ChannelRead.do_read(config, select="messages", fresh=False) or []
             chosen = await apply_message_filter(
@@ -165,9 +169,10 @@ def make_subagent_node(
             "sub_agent_thread_id": thread_id,
             "sub_agent_resource_id": resource_id,
         }
+        if ended_by_cancel(record.messages):  # the caller cancelled a suspended call: stop here too
+            artifact["cancelled"] = True
         if emit.active:
-            summary = record.summary()
-            emit("delegation-complete", summary)
+            emit("delegation-complete", {**record.summary(), "namespace": task_ns})
         if opts.delegation.on_delegation_complete is not None:
             return Command(
                 goto=Send(complete_node(key), {"call": call, "artifact": artifact, "text": record.text, "prompt": prompt})
@@ -178,7 +183,10 @@ def make_subagent_node(
                 "tool-result" if record.success else "tool-error",
                 {"tool_name": call["name"], "result": message.content, **record.summary()},
             )
-        return Command(update={"messages": [message]}, goto=SUPERVISOR_NODE)
+        update: dict[str, Any] = {"messages": [message]}
+        if artifact.get("cancelled"):
+            update["bail"] = True
+        return Command(update=update, goto=SUPERVISOR_NODE)
 
     run_subagent.__name__ = key
     return run_subagent

@@ -26,6 +26,7 @@ from nodes.routing import (
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec
 from nodes.state import SupervisorState, feedback_message, is_run_input
+from nodes.text import reasoning_artifacts
 
 __all__ = ["end_update", "finish_reason_of", "iteration_of_run", "make_supervisor_node", "model_input", "route_turn"]
 
@@ -129,13 +130,21 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
 
         if emit.active:
             for call in response.tool_calls:
-                emit("tool-call", {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"]})
+                emit(
+                    "tool-call",
+                    {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "message_id": response.id},
+                )
+            meta = response.response_metadata or {}
             emit(
                 "step-finish",
                 {
                     "iteration": iteration + 1,
                     "finish_reason": "tool-calls" if response.tool_calls else finish_reason_of(response),
                     "usage": response.usage_metadata,
+                    "message_id": response.id,
+                    "model": meta.get("model_name") or meta.get("model"),
+                    "provider": meta.get("model_provider"),
+                    "reasoning_artifacts": reasoning_artifacts(response),
                 },
             )
         command = route_turn(spec, opts, handle, state, response, errors)

@@ -11,11 +11,11 @@ asked again with a fresh `interrupt()`, so it never consumes the pending approva
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.messages import BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
@@ -26,20 +26,50 @@ from pydantic import BaseModel, ValidationError
 from nodes.context import using_request_context
 from nodes.events import Emitter
 from nodes.options import RunContext, RunHandle
-from nodes.routing import SUPERVISOR_NODE, error_result
+from nodes.routing import SUPERVISOR_NODE, error_result, last_turn
 from nodes.scope import run_scope
 from nodes.spec import AgentSpec
 
 __all__ = [
+    "CANCEL_SUSPENDED",
+    "CANCELLED_TEXT",
     "DECLINED_TEXT",
     "approval_answer",
     "current_tool_call",
+    "ended_by_cancel",
+    "is_cancel",
     "make_tools_node",
     "pause_payload",
     "suspend",
 ]
 
 DECLINED_TEXT = "The user declined this tool call; it did not run."
+CANCELLED_TEXT = "The user cancelled this tool call while it waited; it did not finish."
+# Resume value that cancels a suspended tool: `suspend()` does not return, the call's
+# result is CANCELLED_TEXT, and the agent's loop ends there (finish reason "bail").
+CANCEL_SUSPENDED = {"__supervisor_graph_cancel_suspended__": True}
+
+
+def is_cancel(value: Any) -> bool:
+    return isinstance(value, Mapping) and value.get("__supervisor_graph_cancel_suspended__") is True
+
+
+def ended_by_cancel(messages: Sequence[BaseMessage]) -> bool:
+    """True when the last turn of `messages` ended because the caller cancelled a
+    suspended call (here, or in a delegation of this turn)."""
+    index, ai = last_turn(messages)
+    if ai is None:
+        return False
+    return any(
+        isinstance(m, ToolMessage)
+        and ((m.status == "error" and m.content == CANCELLED_TEXT) or (isinstance(m.artifact, dict) and m.artifact.get("cancelled")))
+        for m in messages[index + 1 :]
+    )
+
+
+class _SuspendCancelled(BaseException):
+    """Raised by `suspend()` when the caller cancels the call (a BaseException, so a
+    tool's own `except Exception` cannot swallow it)."""
 
 _current_call: ContextVar[dict[str, Any] | None] = ContextVar("supervisor_graph_tool_call", default=None)
 
@@ -50,6 +80,8 @@ def current_tool_call() -> dict[str, Any] | None:
 
 
 def pause_payload(kind: str, call: ToolCall | Mapping[str, Any], handle: RunHandle, **extra: Any) -> dict[str, Any]:
+    """What a pause reports. `namespace` (in `extra`) is the checkpoint namespace of the
+    graph whose tool pauses: it tells concurrent delegations to one subagent apart."""
     return {
         "kind": kind,
         "tool_call_id": call["id"],
@@ -89,6 +121,8 @@ def suspend(payload: Any = None) -> Any:
         request["resume_schema"] = schema.model_json_schema()
     while True:
         value = interrupt(request)
+        if is_cancel(value):
+            raise _SuspendCancelled()
         if schema is None:
             return value
         try:
@@ -110,8 +144,10 @@ def make_tools_node(spec: AgentSpec) -> Any:
         call: ToolCall = payload["call"]
         tool = spec.tools[call["name"]]
         result: ToolMessage | None = None
+        graph_ns = str((config.get("configurable") or {}).get("checkpoint_ns", "")).rpartition("|")[0]
+        update: dict[str, Any] = {}
         if _needs_approval(tool, opts.require_tool_approval):
-            request = pause_payload("approval", call, handle)
+            request = pause_payload("approval", call, handle, namespace=graph_ns)
             while True:
                 answer = approval_answer(interrupt(request))
                 if isinstance(answer, bool):
@@ -122,7 +158,7 @@ def make_tools_node(spec: AgentSpec) -> Any:
         if result is None:
             token = _current_call.set(
                 {
-                    "payload": pause_payload("suspend", call, handle),
+                    "payload": pause_payload("suspend", call, handle, namespace=graph_ns),
                     "resume_schema": (tool.metadata or {}).get("resume_schema"),
                 }
             )
@@ -130,6 +166,9 @@ def make_tools_node(spec: AgentSpec) -> Any:
                 output = await tool.ainvoke({**call, "type": "tool_call"}, config)
             except GraphBubbleUp:
                 raise
+            except _SuspendCancelled:
+                output = ToolMessage(content=CANCELLED_TEXT, tool_call_id=call["id"] or "", name=call["name"], status="error")
+                update["bail"] = True
             except ValidationError as exc:
                 output = error_result(call, f"invalid arguments for {call['name']}: {exc.error_count()} error(s): {exc}")
             except Exception as exc:  # noqa: BLE001 - a failing tool is a tool error the model sees
@@ -142,6 +181,6 @@ def make_tools_node(spec: AgentSpec) -> Any:
         if emit.active:
             kind = "tool-error" if result.status == "error" else "tool-result"
             emit(kind, {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "result": result.content})
-        return Command(update={"messages": [result]}, goto=SUPERVISOR_NODE)
+        return Command(update={"messages": [result], **update}, goto=SUPERVISOR_NODE)
 
     return tools

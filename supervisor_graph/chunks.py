@@ -37,7 +37,11 @@ class Usage(BaseModel):
 
 class StreamChunk(BaseModel):
     """One event of a run. `agent_path` names the agents from the top-level one down to
-    the one that produced it; `run_id` is the top-level run's id."""
+    the one that produced it; `run_id` is the top-level run's id. `namespace` is the
+    LangGraph checkpoint namespace of the graph that produced it (`""` for the top-level
+    agent, `"<key>:<task id>"` for a delegation, `|`-joined when nested): it tells two
+    concurrent delegations to the same subagent apart, and stays the same when a paused
+    delegation is resumed."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -45,6 +49,7 @@ class StreamChunk(BaseModel):
     payload: dict[str, Any] = Field(default_factory=dict)
     run_id: str
     agent_path: tuple[str, ...]
+    namespace: str = ""
 
     @property
     def text(self) -> str:
@@ -58,5 +63,9 @@ class FinishChunk(StreamChunk):
     usage: Usage
 
 
-def make_chunk(type_: str, payload: dict[str, Any], run_id: str, agent_path: tuple[str, ...]) -> StreamChunk:
-    return StreamChunk.model_construct(type=type_, payload=payload, run_id=run_id, agent_path=agent_path)
+def make_chunk(
+    type_: str, payload: dict[str, Any], run_id: str, agent_path: tuple[str, ...], namespace: str = ""
+) -> StreamChunk:
+    return StreamChunk.model_construct(
+        type=type_, payload=payload, run_id=run_id, agent_path=agent_path, namespace=namespace
+    )

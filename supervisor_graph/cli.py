@@ -1,11 +1,25 @@
 """The `supervisor-graph` command (SPEC §16).
 
-    supervisor-graph demo [--model openai/<name>] [--prompt TEXT]
+    supervisor-graph demo [--model openai/<name>] [--prompt TEXT] [--approve-all | --decline-all]
     supervisor-graph run TARGET PROMPT [--thread ID] [--db PATH] [--json] [--max-steps N]
+                         [--approve-all | --decline-all]
     supervisor-graph draw TARGET [--png FILE]
+    supervisor-graph serve TARGET [--port N] [--host HOST] [--path /agent]
+                           [--subagents hidden|attributed] [--resource ID]
 
 TARGET names an `Agent`: `package.module:attr` or `path/to/file.py:attr`.
-Errors the user can fix print one line on stderr and exit with status 2.
+
+When a run pauses (a tool that needs approval, or a tool that called `suspend()`), an
+interactive terminal is asked about each pending item (approve / decline / show the
+arguments; JSON resume data for a suspended tool) and the run resumes, streaming.
+`--approve-all` / `--decline-all` answer every approval without asking (for scripts and
+`--json`). Otherwise a run that cannot ask (`--json`, or standard input is not a
+terminal) stops at the pause with one line on stderr.
+
+Exit status: 0 the run finished; 1 it failed; 2 a mistake the user can fix (printed as
+one line on stderr); 3 the run is paused waiting for an answer nobody could give
+(with `--thread` the pause is kept in the thread and can be answered from Python);
+130 interrupted with Ctrl-C.
 """
 
 from __future__ import annotations
@@ -28,16 +42,18 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.text import Text
 
+from nodes.tools import DECLINED_TEXT
 from supervisor_graph.agent import Agent
 from supervisor_graph.chunks import StreamChunk
 from supervisor_graph.errors import MissingAPIKeyError, SupervisorGraphError
 from supervisor_graph.memory import Memory
 from supervisor_graph.models import parse_model_string
-from supervisor_graph.run import GenerateResult
+from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
 
-__all__ = ["CLIError", "load_agent", "main"]
+__all__ = ["EXIT_PAUSED", "CLIError", "load_agent", "main"]
 
 PROG = "supervisor-graph"
+EXIT_PAUSED = 3
 
 
 class CLIError(Exception):
@@ -171,7 +187,12 @@ class LiveView:
                 f" {_short(json.dumps(p.get('args')), 80)}",
             )
         elif chunk.type in ("tool-result", "tool-error") and not str(p.get("tool_name")).startswith("agent-"):
-            style, word = ("green", "returned") if chunk.type == "tool-result" else ("red", "failed")
+            if chunk.type == "tool-result":
+                style, word = "green", "returned"
+            elif p.get("result") == DECLINED_TEXT:
+                style, word = "yellow", "did not run (declined)"
+            else:
+                style, word = "red", "failed"
             self._line(
                 depth + 1, (str(p.get("tool_name")), "magenta"), (f" {word}", style), f": {_short(p.get('result'))!r}"
             )
@@ -192,7 +213,9 @@ class LiveView:
             return
         console = self.console
         answer = result.text or "(no answer)"
-        if console.is_terminal:
+        if result.finish_reason == "suspended" and not result.text:
+            pass  # nothing to show yet: the run waits for an answer
+        elif console.is_terminal:
             console.print(Panel(Markdown(answer), title="answer", title_align="left", border_style="green"))
         else:
             console.rule("answer", align="left")
@@ -206,10 +229,6 @@ class LiveView:
             markup=False,
             highlight=False,
         )
-        if result.suspended:
-            console.print(
-                f"the run is paused on {len(result.suspended)} pending item(s); resume it from Python", markup=False
-            )
 
     def _status(self, message: str) -> None:
         if self.status is not None:
@@ -221,28 +240,168 @@ class LiveView:
             self.status.stop()
 
 
-async def _run(agent: Agent, prompt: str, options: dict[str, Any], view: LiveView, close: Memory | None = None) -> int:
-    """Stream one run through `view`; the exit status."""
+class Answerer:
+    """Answers a paused run's pending items: asks at the terminal, or applies
+    `--approve-all` / `--decline-all`; None means nobody can answer."""
+
+    def __init__(
+        self, console: Console, *, interactive: bool, approve_all: bool | None = None, json_lines: bool = False
+    ) -> None:
+        self.console = console
+        self.interactive = interactive
+        self.approve_all = approve_all
+        self.json_lines = json_lines
+
+    def can_answer(self, items: list[PendingItem]) -> bool:
+        return self.interactive or all(i.kind == "approval" and self.approve_all is not None for i in items)
+
+    def answer(self, item: PendingItem) -> Any:
+        if item.kind == "approval" and self.approve_all is not None:
+            word = "approved" if self.approve_all else "declined"
+            if self.json_lines:  # stdout is for chunks
+                print(f"{PROG}: {word} {item.tool_name} (interrupt {item.interrupt_id})", file=sys.stderr)
+            else:
+                self._decided(item, self.approve_all, f" (--{word[:-1]}-all)")
+            return {"approved": self.approve_all}
+        if item.kind == "approval":
+            return self._ask_approval(item)
+        return self._ask_resume_data(item)
+
+    def _where(self, item: PendingItem, args: bool = False) -> Text:
+        shown = f" {_short(json.dumps(item.args, ensure_ascii=False), 60)}" if args and item.args else ""
+        return Text.assemble(
+            (str(item.tool_name), "bold magenta"), shown, " (called by ", (item.agent_path[-1], "cyan"), ")"
+        )
+
+    def _ask_approval(self, item: PendingItem) -> dict[str, bool]:
+        question = Text.assemble("approve ", self._where(item, args=True), "? [y]es / [n]o / [a]rgs: ")
+        while True:
+            reply = self.console.input(question).strip().lower()
+            if reply in ("y", "yes", "n", "no"):
+                approved = reply.startswith("y")
+                self._decided(item, approved)
+                return {"approved": approved}
+            if reply in ("a", "args", "s", "show"):
+                self._show_args(item.args)
+            else:
+                self.console.print("  answer y (approve), n (decline) or a (show the arguments)", markup=False, highlight=False)
+
+    def _ask_resume_data(self, item: PendingItem) -> Any:
+        self.console.print(Text.assemble(self._where(item), (" is suspended", "yellow"), " and asks:"))
+        self._show(item.payload)
+        while True:
+            reply = self.console.input(Text("resume data (JSON): "))
+            try:
+                return json.loads(reply)
+            except json.JSONDecodeError as exc:
+                self.console.print(f"  not JSON ({exc.msg}); try again", markup=False, highlight=False)
+
+    def _decided(self, item: PendingItem, approved: bool, how: str = "") -> None:
+        word = ("approved", "green") if approved else ("declined", "red")
+        self.console.print(Text.assemble("  ", (str(item.tool_name), "magenta"), " ", word, how))
+
+    def _show_args(self, args: dict[str, Any]) -> None:
+        """Each argument on its own; multi-line text as it reads, not as a JSON string."""
+        for key, value in args.items():
+            if isinstance(value, str) and "\n" in value:
+                self.console.print(Text.assemble("  ", (key, "bold"), ":"))
+                self.console.print(Text(value), style="dim", markup=False, highlight=False)
+            else:
+                shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+                self.console.print(Text.assemble("  ", (key, "bold"), ": ", shown))
+
+    def _show(self, value: Any) -> None:
+        self.console.print(json.dumps(value, indent=2, ensure_ascii=False, default=str), markup=False, highlight=False)
+
+
+async def _consume(stream: AgentStream, view: LiveView) -> GenerateResult | int:
+    """Show a stream's chunks; its result, or the exit status when it failed."""
+    async for chunk in stream.full_stream:
+        view.show(chunk)
+    try:
+        return await stream.result()
+    except MissingAPIKeyError:  # already shown by the stream's error chunk
+        return 2
+    except Exception:  # noqa: BLE001 - likewise
+        return 1
+
+
+def _answers(result: GenerateResult, answerer: Answerer, known: dict[str, Any]) -> dict[str, Any] | None:
+    """An answer per pending item (by interrupt id), or None when they cannot all be
+    answered; items already in `known` are not asked again."""
+    if not answerer.can_answer(result.suspended):
+        return None
+    answers = {}
+    for item in result.suspended:
+        key = item.interrupt_id or item.tool_call_id or ""
+        answers[key] = known[key] if key in known else answerer.answer(item)
+    return answers
+
+
+async def _run(
+    agent: Agent,
+    prompt: str,
+    options: dict[str, Any],
+    view: LiveView,
+    answerer: Answerer,
+    close: Memory | None = None,
+) -> int:
+    """Stream one run through `view`, answering its pauses with `answerer`; the exit status."""
+    from supervisor_graph.resume import resume
+
     try:
         try:
             stream = await agent.stream(prompt, **options)
         except (SupervisorGraphError, ValueError, TypeError) as exc:  # refused before it started
             _error(_one_line(exc))
             return 2
-        async for chunk in stream.full_stream:
-            view.show(chunk)
-        try:
-            result = await stream.result()
-        except MissingAPIKeyError:  # already shown by the stream's error chunk
-            return 2
-        except Exception:  # noqa: BLE001 - likewise
-            return 1
+        while True:
+            outcome = await _consume(stream, view)
+            if isinstance(outcome, int):
+                return outcome
+            result = outcome
+            if not result.suspended:
+                break
+            view.close()
+            approvals: dict[str, Any] = {}  # kept when resume data has to be asked again
+            while True:
+                try:
+                    answers = _answers(result, answerer, approvals)
+                except EOFError:
+                    answers = None
+                if answers is None:
+                    view.finish(result)
+                    print(f"{PROG}: paused: {_paused_message(result, options)}", file=sys.stderr)
+                    return EXIT_PAUSED
+                try:
+                    stream = await resume(agent, answers, run_id=result.run_id, streaming=True, **options)  # type: ignore[assignment]
+                    break
+                except SupervisorGraphError as exc:  # e.g. the pause was answered elsewhere
+                    _error(_one_line(exc))
+                    return 1
+                except ValueError as exc:  # e.g. resume data not matching the tool's resume schema
+                    if not answerer.interactive:
+                        _error(_one_line(exc))
+                        return 2
+                    view.console.print(f"  {exc}", markup=False, highlight=False)
+                    kinds = {item.interrupt_id: item.kind for item in result.suspended}
+                    approvals = {key: value for key, value in answers.items() if kinds.get(key) == "approval"}
     finally:
         view.close()
         if close is not None:
             await close.aclose()
     view.finish(result)
     return 0
+
+
+def _paused_message(result: GenerateResult, options: dict[str, Any]) -> str:
+    items = ", ".join(f"{item.tool_name} ({item.kind}, interrupt {item.interrupt_id})" for item in result.suspended)
+    where = (
+        f"; it stays paused in thread {options['memory']['thread']!r}"
+        if options.get("memory")
+        else "; it is lost when this process ends"
+    )
+    return f"waiting for {items}{where}; run it in a terminal to answer, or pass --approve-all / --decline-all"
 
 
 def _error(message: str) -> None:
@@ -275,7 +434,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     source = args.model or "a scripted model, offline"
     console.print(Text.assemble(("research-and-write demo", "bold"), f" on {source}"))
     console.print(Text.assemble(("prompt: ", "bold"), args.prompt))
-    return asyncio.run(_run(agent, args.prompt, {"max_steps": 10}, LiveView(console)))
+    return asyncio.run(_run(agent, args.prompt, {"max_steps": 10}, LiveView(console), _answerer(args, console)))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -292,7 +451,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = _console()
     if not args.json:
         console.print(Text.assemble((agent.id, "bold cyan"), ": ", args.prompt))
-    return asyncio.run(_run(agent, args.prompt, options, LiveView(console, json_lines=args.json), close=opened))
+    view = LiveView(console, json_lines=args.json)
+    return asyncio.run(_run(agent, args.prompt, options, view, _answerer(args, console), close=opened))
+
+
+def _answerer(args: argparse.Namespace, console: Console) -> Answerer:
+    approve_all = True if args.approve_all else False if args.decline_all else None
+    interactive = not getattr(args, "json", False) and sys.stdin.isatty() and console.is_terminal
+    return Answerer(
+        console, interactive=interactive, approve_all=approve_all, json_lines=getattr(args, "json", False)
+    )
+
+
+def _add_answer_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--approve-all", action="store_true", help="approve every tool call that needs approval")
+    group.add_argument("--decline-all", action="store_true", help="decline every tool call that needs approval")
 
 
 def cmd_draw(args: argparse.Namespace) -> int:
@@ -320,15 +494,35 @@ def cmd_draw(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve an agent to AG-UI clients (the `agui` extra) until Ctrl-C."""
+    agent = load_agent(args.target)
+    try:
+        from supervisor_graph.agui import serve
+    except ImportError as exc:
+        raise CLIError(f"serve needs the agui extra: pip install 'supervisor-graph[agui]' ({exc.name} is missing)") from None
+    print(f"serving {agent.id} over AG-UI at http://{args.host}:{args.port}{args.path}", flush=True)
+    serve(
+        agent,
+        host=args.host,
+        port=args.port,
+        path=args.path,
+        resource_id=args.resource,
+        subagent_visibility=args.subagents,
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from supervisor_graph.examples.research_write import DEFAULT_PROMPT
 
     parser = argparse.ArgumentParser(prog=PROG, description="Run, inspect and demo supervisor agents.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,run,draw}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,run,draw,serve}")
 
     demo = sub.add_parser("demo", help="run the research-and-write example (offline unless --model)")
     demo.add_argument("--model", help="openai/<name>: use a real model (needs OPENAI_API_KEY or OPENAI_BASE_URL)")
     demo.add_argument("--prompt", default=DEFAULT_PROMPT, help="what to ask the supervisor")
+    _add_answer_flags(demo)
     demo.set_defaults(func=cmd_demo)
 
     run = sub.add_parser("run", help="run an agent on a prompt, streaming its delegations")
@@ -338,14 +532,31 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--db", default="supervisor-graph.db", help="sqlite file for --thread when the agent has no memory"
     )
-    run.add_argument("--json", action="store_true", help="print every stream chunk as one JSON line")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print every stream chunk as one JSON line (never asks: a pause exits with status 3 "
+        "unless --approve-all / --decline-all)",
+    )
     run.add_argument("--max-steps", type=int, help="supervisor iterations allowed")
+    _add_answer_flags(run)
     run.set_defaults(func=cmd_run)
 
     draw = sub.add_parser("draw", help="print an agent's graph as Mermaid")
     draw.add_argument("target", metavar="TARGET", help="module:attr or path/to/file.py:attr naming an Agent")
     draw.add_argument("--png", metavar="FILE", help="render a PNG with a local renderer instead")
     draw.set_defaults(func=cmd_draw)
+
+    serve = sub.add_parser("serve", help="serve an agent to AG-UI front ends (CopilotKit, @ag-ui/client)")
+    serve.add_argument("target", metavar="TARGET", help="module:attr or path/to/file.py:attr naming an Agent")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--path", default="/agent", help="endpoint path (default /agent)")
+    serve.add_argument(
+        "--subagents", choices=("hidden", "attributed"), default="hidden", help="how delegations are shown"
+    )
+    serve.add_argument("--resource", default="local-user", help="resource (user) id that owns the threads")
+    serve.set_defaults(func=cmd_serve)
     return parser
 
 

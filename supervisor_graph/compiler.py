@@ -26,7 +26,7 @@ from nodes.iteration import make_iteration_node
 from nodes.options import RunContext
 from nodes.routing import ITERATION_NODE, SUPERVISOR_NODE, TASK_COMPLETE_NODE, TOOLS_NODE, complete_node, start_node
 from nodes.spec import DELEGATION_PREFIX, AgentSpec
-from nodes.state import SupervisorState
+from nodes.state import SupervisorInput, SupervisorState
 from nodes.subagent import make_subagent_node
 from nodes.supervisor import make_supervisor_node
 from nodes.task_complete import make_task_complete_node
@@ -97,7 +97,7 @@ def build_spec(agent: Agent) -> AgentSpec:
 
 def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSpec]:
     spec = build_spec(agent)
-    builder = StateGraph(SupervisorState, context_schema=RunContext)
+    builder = StateGraph(SupervisorState, input_schema=SupervisorInput, context_schema=RunContext)
     keys = list(agent.agents)
     fan_out = (TOOLS_NODE, *keys, *(start_node(k) for k in keys))
     builder.add_node(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
-from nodes.tools import approval_answer
+from nodes.tools import approval_answer, is_cancel
 from supervisor_graph.errors import NothingPendingError
 from supervisor_graph.run import AgentStream, GenerateResult, PausedRun, _generate, _prepare, paused_runs
 
@@ -64,6 +64,8 @@ def _check(agent: Agent, item: Interrupt, value: Any) -> Any:
             raise ValueError(f"tool call {payload.get('tool_call_id')!r}: {answer}; the approval is still pending")
         return {"approved": answer}
     if kind == "suspend":
+        if is_cancel(value):
+            return value
         tool = _find_tool(agent, list(payload.get("agent_path") or [agent.id]), str(payload.get("tool_name")))
         schema: type[BaseModel] | None = (tool.metadata or {}).get("resume_schema") if tool is not None else None
         if schema is not None:

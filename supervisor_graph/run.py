@@ -43,6 +43,11 @@ class PendingItem(BaseModel):
     agent_path: tuple[str, ...] = ()
     run_id: str | None = None
     payload: Any = None
+    resume_schema: dict[str, Any] | None = None
+    """JSON schema the resume data must match (a suspended tool with a `resume_schema`)."""
+    namespace: str = ""
+    """Checkpoint namespace of the graph whose tool paused (`""` for the top-level agent;
+    a delegation's namespace otherwise, which tells concurrent delegations apart)."""
 
 
 class GenerateResult(BaseModel):
@@ -271,6 +276,8 @@ def _pending(run: _Run, interrupts: Sequence[Any]) -> list[PendingItem]:
                 agent_path=tuple(value.get("agent_path") or (run.agent.id,)),
                 run_id=run.run_id,
                 payload=value.get("payload", value),
+                namespace=value.get("namespace") or "",
+                resume_schema=value.get("resume_schema"),
             )
         )
     return items
@@ -415,6 +422,7 @@ class AgentStream:
         emit = self._push
         emit(make_chunk("start", {"thread_id": run.thread_id}, run.run_id, (run.agent.id,)))
         last_values: dict[str, Any] | None = None
+        interrupts: dict[str, Any] = {}  # each pause can arrive in an update of its own
         streamed: set[str] = set()
         try:
 
@@ -430,7 +438,11 @@ class AgentStream:
                 ):
                     if mode == "custom":
                         if isinstance(data, dict) and data.get(EVENT_KEY):
-                            emit(make_chunk(data["type"], data["payload"], data["run_id"], tuple(data["agent_path"])))
+                            emit(
+                                make_chunk(
+                                    data["type"], data["payload"], data["run_id"], tuple(data["agent_path"]), "|".join(ns)
+                                )
+                            )
                     elif mode == "messages":
                         message, meta = data
                         if meta.get("langgraph_node") != SUPERVISOR_NODE or not isinstance(message, AIMessage):
@@ -440,19 +452,22 @@ class AgentStream:
                         elif message.id in streamed:
                             continue
                         path = self._agent_path(ns)
+                        where = "|".join(ns)
                         reasoning = _reasoning_text(message)
                         if reasoning:
-                            emit(make_chunk("reasoning-delta", {"text": reasoning}, run.run_id, path))
+                            payload = {"text": reasoning, "message_id": message.id}
+                            emit(make_chunk("reasoning-delta", payload, run.run_id, path, where))
                         text = text_of(message)
                         if text:
-                            emit(make_chunk("text-delta", {"text": text}, run.run_id, path))
+                            emit(make_chunk("text-delta", {"text": text, "message_id": message.id}, run.run_id, path, where))
                     elif mode == "values" and not ns:
                         last_values = data
                     elif mode == "updates" and not ns and isinstance(data, dict) and "__interrupt__" in data:
-                        if last_values is not None:
-                            last_values = {**last_values, "__interrupt__": data["__interrupt__"]}
+                        interrupts.update((item.id, item) for item in data["__interrupt__"])
 
             _, aborted = await _until_aborted(run, consume())
+            if interrupts and last_values is not None and not aborted:
+                last_values = {**last_values, "__interrupt__": tuple(interrupts.values())}
             if aborted:
                 last_values = await _repair_thread(run)
                 emit(make_chunk("abort", {"reason": getattr(run.options.abort_signal, "reason", None)}, run.run_id, (run.agent.id,)))
@@ -460,7 +475,7 @@ class AgentStream:
             await _after(run, result)
             for item in result.suspended:
                 kind = "tool-call-suspended" if item.kind == "suspend" else "tool-call-approval"
-                emit(make_chunk(kind, item.model_dump(), run.run_id, item.agent_path))
+                emit(make_chunk(kind, item.model_dump(), run.run_id, item.agent_path, item.namespace))
             self._result = result
             emit(
                 FinishChunk(
@@ -521,7 +536,7 @@ def _reasoning_text(message: AIMessage) -> str:
         return extra
     if isinstance(message.content, list):
         return "".join(
-            str(part.get("reasoning") or part.get("text") or "")
+            str(part.get("reasoning") or part.get("thinking") or part.get("text") or "")
             for part in message.content
             if isinstance(part, dict) and part.get("type") in ("reasoning", "thinking")
         )

@@ -9,11 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pexpect
 import pytest
 
-from supervisor_graph.cli import CLIError, load_agent, main
+from supervisor_graph.cli import EXIT_PAUSED, CLIError, load_agent, main
 
 EXAMPLE = "supervisor_graph.examples.research_write:agent"
+PUBLISH = "Research bees, write an article and publish it"
 
 COUNTER = """
 from langchain_core.messages import HumanMessage
@@ -25,6 +27,47 @@ def count(messages):
 
 agent = Agent(id="counter", model=ScriptedChatModel(policy=count))
 not_an_agent = 42
+"""
+
+# Two calls that need approval and one that suspends, all in one turn.
+JANITOR = """
+from langchain_core.messages import ToolMessage
+from pydantic import BaseModel
+from supervisor_graph import Agent, create_tool, suspend
+from supervisor_graph.testing import ScriptedChatModel, tool_call
+
+class Path(BaseModel):
+    path: str
+
+class Question(BaseModel):
+    question: str
+
+class Answer(BaseModel):
+    answer: str
+
+def ask(args):
+    return f"user said {suspend({'question': args.question}).answer}"
+
+def policy(messages):
+    done = sorted(m.content for m in messages if isinstance(m, ToolMessage))
+    if done:
+        return " | ".join(done)
+    return [
+        tool_call("delete_file", {"path": "a.txt"}),
+        tool_call("delete_file", {"path": "b.txt"}),
+        tool_call("ask_user", {"question": "Which colour?"}),
+    ]
+
+agent = Agent(
+    id="janitor",
+    model=ScriptedChatModel(policy=policy),
+    tools=[
+        create_tool(id="delete_file", description="Delete a file.", input_schema=Path,
+                    execute=lambda a: f"deleted {a.path}", require_approval=True),
+        create_tool(id="ask_user", description="Ask the user.", input_schema=Question, execute=ask,
+                    resume_schema=Answer),
+    ],
+)
 """
 
 
@@ -46,6 +89,7 @@ def cli(*args: str, cwd: Path, without_keys: bool = False) -> subprocess.Complet
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     (tmp_path / "counter.py").write_text(COUNTER)
+    (tmp_path / "janitor.py").write_text(JANITOR)
     (tmp_path / "broken.py").write_text("from supervisor_graph import Agent\nagent = Agent(id='', model='openai/x')\n")
     return tmp_path
 
@@ -201,3 +245,122 @@ def test_load_agent() -> None:
     assert load_agent(EXAMPLE).id == "parent-agent"
     with pytest.raises(CLIError, match="agents defined there: agent"):
         load_agent("supervisor_graph.examples.research_write:nothing")
+
+
+# -- approvals ----------------------------------------------------------------------
+
+
+def terminal(*args: str, cwd: Path) -> pexpect.spawn:
+    """The command in a real terminal (a pty), as a person runs it."""
+    env = {**os.environ, "TERM": "dumb", "COLUMNS": "200", "LINES": "50"}  # plain text, no wrapping
+    env.pop("OPENAI_API_KEY", None)
+    return pexpect.spawn(
+        sys.executable, ["-m", "supervisor_graph.cli", *args], cwd=str(cwd), env=env, encoding="utf-8", timeout=60
+    )
+
+
+def finish(child: pexpect.spawn) -> tuple[str, int]:
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.before, child.exitstatus
+
+
+def test_run_asks_for_approval_at_the_terminal(workdir: Path) -> None:
+    child = terminal("run", EXAMPLE, PUBLISH, cwd=workdir)
+    prompt = r'approve publish \{"title": "Bees: what we know", .*\(called by parent-agent\)\? \[y\]es / \[n\]o / \[a\]rgs: '
+    child.expect("publish waits for approval")
+    child.expect(prompt)
+    child.sendline("a")  # show the arguments, in full
+    child.expect("  title: Bees: what we know")
+    child.expect("In short, bees is worth following closely")
+    child.expect(prompt)
+    child.sendline("later")
+    child.expect(r"answer y \(approve\), n \(decline\) or a \(show the arguments\)")
+    child.expect(prompt)
+    child.sendline("y")
+    child.expect("publish approved")
+    child.expect(r"publish returned: \"Published 'Bees: what we know' at /blog/bees-what-we-know")
+    out, status = finish(child)
+    assert status == 0, out
+    assert "Here is your article on bees." in out and "Published 'Bees: what we know'" in out
+    assert "finish: stop | tokens: 60 in, 30 out, 90 total" in out
+
+
+def test_run_asks_for_each_pending_item_then_resumes_once(workdir: Path) -> None:
+    child = terminal("run", "janitor.py:agent", "tidy up", cwd=workdir)
+    answers = {}
+    for _ in range(2):
+        child.expect(r'approve delete_file \{"path": "(\w)\.txt"\} \(called by janitor\)\? ')
+        path = child.match.group(1)
+        answers[path] = "y" if path == "a" else "n"
+        child.sendline(answers[path])
+    child.expect("ask_user \\(called by janitor\\) is suspended and asks:")
+    child.expect('"question": "Which colour\\?"')
+    child.expect("resume data \\(JSON\\): ")
+    child.sendline("blue")
+    child.expect("not JSON")
+    child.expect("resume data \\(JSON\\): ")
+    child.sendline('{"colour": "blue"}')  # JSON, but not what the tool's resume schema asks for
+    child.expect("does not match its resume schema")
+    child.expect("resume data \\(JSON\\): ")  # asked again, and only this: the approvals are kept
+    child.sendline('{"answer": "blue"}')
+    out, status = finish(child)
+    assert status == 0, out
+    assert "The user declined this tool call; it did not run. | deleted a.txt | user said blue" in out
+    assert sorted(answers) == ["a", "b"]
+
+
+def test_no_answer_at_the_prompt_leaves_the_run_paused(workdir: Path) -> None:
+    child = terminal("run", EXAMPLE, PUBLISH, cwd=workdir)
+    child.expect(r"\[a\]rgs: ")
+    child.sendeof()
+    out, status = finish(child)
+    assert status == EXIT_PAUSED
+    assert "supervisor-graph: paused: waiting for publish (approval, interrupt " in out
+
+
+def test_json_stops_at_a_pause_with_status_3(workdir: Path) -> None:
+    proc = cli("run", EXAMPLE, PUBLISH, "--json", cwd=workdir)
+    assert proc.returncode == EXIT_PAUSED, proc.stderr
+    chunks = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [c["type"] for c in chunks[-2:]] == ["tool-call-approval", "finish"]
+    approval = chunks[-2]["payload"]
+    assert approval["tool_name"] == "publish" and approval["interrupt_id"]
+    assert chunks[-1]["finish_reason"] == "suspended"
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"supervisor-graph: paused: waiting for publish (approval, interrupt {approval['interrupt_id']})")
+    assert "--approve-all / --decline-all" in line
+
+
+def test_json_with_approve_all_resumes_and_streams_on(workdir: Path) -> None:
+    proc = cli("run", EXAMPLE, PUBLISH, "--json", "--approve-all", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    chunks = [json.loads(line) for line in proc.stdout.splitlines()]
+    types = [c["type"] for c in chunks]
+    assert types.count("start") == 2 and types.count("finish") == 2  # the run, then its resumption
+    assert [c["finish_reason"] for c in chunks if c["type"] == "finish"] == ["suspended", "stop"]
+    (published,) = [c["payload"] for c in chunks if c["type"] == "tool-result" and c["payload"]["tool_name"] == "publish"]
+    assert published["result"].startswith("Published 'Bees: what we know'")
+    assert proc.stderr.startswith("supervisor-graph: approved publish (interrupt ")
+
+
+def test_decline_all_without_a_terminal(workdir: Path) -> None:
+    proc = cli("run", EXAMPLE, PUBLISH, "--decline-all", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert "publish declined (--decline-all)" in proc.stdout
+    assert "Not published: The user declined this tool call; it did not run." in proc.stdout
+
+
+def test_approve_all_cannot_answer_a_suspended_tool(workdir: Path) -> None:
+    db = workdir / "threads.db"
+    proc = cli("run", "janitor.py:agent", "tidy up", "--approve-all", "--thread", "t1", "--db", str(db), cwd=workdir)
+    assert proc.returncode == EXIT_PAUSED
+    assert "finish: suspended" in proc.stdout and "approved" not in proc.stdout  # nothing was answered
+    (line,) = proc.stderr.splitlines()
+    assert "delete_file (approval, " in line and "ask_user (suspend, " in line
+    assert "it stays paused in thread 't1'" in line
+
+
+def test_approve_and_decline_all_exclude_each_other(workdir: Path) -> None:
+    proc = cli("run", EXAMPLE, "hi", "--approve-all", "--decline-all", cwd=workdir)
+    assert proc.returncode == 2 and "not allowed with argument" in proc.stderr

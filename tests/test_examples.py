@@ -13,7 +13,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from supervisor_graph import Agent, Memory
 from supervisor_graph.examples import research_write
-from supervisor_graph.examples.research_write import build_agents, topic_of
+from supervisor_graph.examples.research_write import PUBLISH_PROMPT, build_agents, topic_of
 
 ROOT = Path(__file__).resolve().parents[1]
 NODES = {
@@ -103,10 +103,49 @@ def test_declaration() -> None:
         ("Write an article about honeybees", "honeybees"),
         ("Tell me about owls!", "owls"),
         ("Solar power in cities", "Solar power in cities"),
+        ("Research bees, write an article and publish it.", "bees"),
+        ("Write an article about honeybees and publish it", "honeybees"),
+        ("Research owls and publish an article", "owls"),
     ],
 )
 def test_topic_of(request_text: str, topic: str) -> None:
     assert topic_of(request_text) == topic
+
+
+async def test_publishing_waits_for_approval() -> None:
+    agent = build_agents()
+    paused = await agent.generate(PUBLISH_PROMPT)
+    assert paused.finish_reason == "suspended" and paused.text == ""
+    (item,) = paused.suspended
+    assert (item.kind, item.tool_name, item.agent_path) == ("approval", "publish", ("parent-agent",))
+    assert item.args["title"] == "AI in education: what we know"
+    assert item.args["article"].startswith("# AI in education: what we know")
+    assert agent.tools["publish"].metadata["require_approval"] is True
+
+    done = await agent.approve_tool_call(run_id=paused.run_id, interrupt_id=item.interrupt_id)
+    assert done.finish_reason == "stop"
+    assert done.text.startswith("Here is your article on AI in education.")
+    assert done.text.endswith("Published 'AI in education: what we know' at /blog/ai-in-education-what-we-know (93 words).")
+    assert done.usage.total_tokens == 6 * 15  # four supervisor turns, two subagent turns
+
+    paused = await agent.generate(PUBLISH_PROMPT)
+    declined = await agent.decline_tool_call(run_id=paused.run_id, interrupt_id=paused.suspended[0].interrupt_id)
+    assert declined.text.endswith("Not published: The user declined this tool call; it did not run.")
+
+
+async def test_hooks_feedback_and_rejections_do_not_confuse_the_scripted_parent() -> None:
+    agent = build_agents()
+    with_feedback = await agent.generate(
+        "Research bees", delegation={"on_delegation_complete": lambda ctx: {"feedback": "Be brief."}}
+    )
+    assert with_feedback.text.startswith("Here is your article on bees.")
+    assert len(with_feedback.delegations) == 2  # feedback is not a new request
+
+    def reject_writing(ctx: object) -> dict[str, object] | None:
+        return {"proceed": False, "rejection_reason": "not today"} if "writing" in ctx.primitive_id else None  # type: ignore[attr-defined]
+
+    rejected = await agent.generate("Research bees", delegation={"on_delegation_start": reject_writing})
+    assert rejected.text == "Sorry, I could not finish the article on bees: [Delegation Rejected] not today"
 
 
 def test_a_failed_step_gets_an_apology_not_a_loop() -> None:

@@ -4,6 +4,11 @@ writing, then answers with the article (SPEC §15-16).
 `build_agents()` builds it on a scripted demo model that needs no key and no network;
 `build_agents("openai/gpt-5-mini")` builds the same agents on a real model.
 
+When the request asks for it ("... and publish it"), the parent also calls its
+`publish` tool, which needs a person's approval (`require_approval=True`): the run
+pauses with a `tool-call-approval` chunk (an `interrupt()` on the thread) until someone
+approves or declines.
+
 Example:
     >>> from supervisor_graph.examples.research_write import build_agents
     >>> result = build_agents().generate_sync("Research AI in education and write an article")
@@ -20,23 +25,30 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, Field
 
+from nodes.state import is_run_input
 from supervisor_graph.agent import Agent
 from supervisor_graph.memory import Memory
-from supervisor_graph.testing import ScriptedChatModel, delegate
+from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
+from supervisor_graph.tools import create_tool
 
-__all__ = ["DEFAULT_PROMPT", "agent", "build_agents", "graph"]
+__all__ = ["DEFAULT_PROMPT", "PUBLISH_PROMPT", "agent", "build_agents", "graph", "publish_tool"]
 
 DEFAULT_PROMPT = "Research AI in education and write a short article about it."
+PUBLISH_PROMPT = "Research AI in education, write a short article and publish it."
 
 RESEARCH_KEY = "research_agent"
 WRITING_KEY = "writing_agent"
+PUBLISH = "publish"
 
 PARENT_INSTRUCTIONS = """You coordinate two specialists to answer the user's request.
 1. Call agent-research_agent with a prompt naming the topic and asking for bullet points.
 2. Call agent-writing_agent with a prompt that contains the research notes verbatim and asks for a short article.
-3. Answer the user with the article, unchanged, after one introductory sentence.
+3. Only if the user asks for it, call publish with the article's title and text (a person approves it first).
+4. Answer the user with the article, unchanged, after one introductory sentence; say whether it was published.
 Do not write the article yourself and do not skip the research step."""
 
 RESEARCH_INSTRUCTIONS = """You are a careful researcher. Answer with 3 to 5 bullet points (lines starting with "- "),
@@ -46,8 +58,30 @@ WRITING_INSTRUCTIONS = """You are a clear, engaging writer. Turn the research no
 article (a Markdown title and two or three paragraphs, under 300 words). Use only facts from the notes."""
 
 
+class PublishInput(BaseModel):
+    title: str = Field(description="The article's title.")
+    article: str = Field(description="The article, in Markdown.")
+
+
+def _publish(args: PublishInput) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", args.title.lower()).strip("-") or "article"
+    return f"Published {args.title!r} at /blog/{slug} ({len(args.article.split())} words)."
+
+
+def publish_tool() -> BaseTool:
+    """The `publish` tool: pretends to post the article (offline); needs approval."""
+    return create_tool(
+        id=PUBLISH,
+        description="Publish a finished article on the blog. A person approves each call before it runs.",
+        input_schema=PublishInput,
+        execute=_publish,
+        require_approval=True,
+    )
+
+
 def build_agents(model: str | None = None, memory: Memory | None = None, *, latency: float = 0.0) -> Agent:
-    """The parent agent with its `research_agent` and `writing_agent` subagents.
+    """The parent agent with its `research_agent` and `writing_agent` subagents and its
+    `publish` tool (which needs approval, and is called only when the request asks to publish).
 
     Args:
         model: `"openai/<name>"` for every agent, or None for the offline scripted demo.
@@ -77,6 +111,7 @@ def build_agents(model: str | None = None, memory: Memory | None = None, *, late
         instructions=PARENT_INSTRUCTIONS,
         model=model or scripted(_parent_policy, "scripted-parent"),
         agents={RESEARCH_KEY: research, WRITING_KEY: writing},
+        tools={PUBLISH: publish_tool()},
         memory=memory,
         default_options={"max_steps": 10},
     )
@@ -87,9 +122,10 @@ def build_agents(model: str | None = None, memory: Memory | None = None, *, late
 _REQUEST = re.compile(
     r"^(?:please\s+)?(?:research|investigate|look\s+into|tell\s+me\s+about|"
     r"write\s+(?:me\s+)?(?:an?\s+)?(?:short\s+)?(?:article|post|piece|essay)\s+(?:about|on))\s+"
-    r"(?P<topic>.+?)(?:\s*(?:,|and)\s+(?:then\s+)?write\b.*)?$",
+    r"(?P<topic>.+?)(?:\s*(?:,|and)\s+(?:then\s+)?(?:write|publish)\b.*)?$",
     re.IGNORECASE | re.DOTALL,
 )
+_PUBLISH = re.compile(r"\bpublish", re.IGNORECASE)
 _RESEARCH_PROMPT = "Gather the key facts about {topic}. Answer with 3 to 5 short bullet points."
 _WRITING_PROMPT = "Write a short article about {topic} using these research notes:\n{notes}"
 
@@ -107,9 +143,10 @@ def _text(message: BaseMessage) -> str:
 
 
 def _last_request(messages: list[BaseMessage]) -> tuple[str, list[BaseMessage]]:
-    """The latest user message and what followed it."""
+    """The latest user message and what followed it (feedback from hooks and scorers is
+    part of the turn, not a new request)."""
     for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], HumanMessage):
+        if is_run_input(messages[i]):
             return _text(messages[i]), messages[i + 1 :]
     return "", messages
 
@@ -121,13 +158,23 @@ def _parent_policy(messages: list[BaseMessage]) -> Any:
     research = results.get(f"agent-{RESEARCH_KEY}")
     writing = results.get(f"agent-{WRITING_KEY}")
     for step in (research, writing):
-        if step is not None and step.status == "error":
+        if step is not None and (step.status == "error" or _text(step).startswith("[Delegation Rejected]")):
             return f"Sorry, I could not finish the article on {topic}: {_text(step)}"
     if research is None:
         return delegate(RESEARCH_KEY, _RESEARCH_PROMPT.format(topic=topic))
     if writing is None:
         return delegate(WRITING_KEY, _WRITING_PROMPT.format(topic=topic, notes=_text(research)))
-    return f"Here is your article on {topic}.\n\n{_text(writing)}"
+    article = _text(writing)
+    answer = f"Here is your article on {topic}.\n\n{article}"
+    if not _PUBLISH.search(request):
+        return answer
+    published = results.get(PUBLISH)
+    if published is None:
+        title = article.splitlines()[0].lstrip("# ").strip() if article else topic
+        return tool_call(PUBLISH, {"title": title, "article": article})
+    if published.status == "error":
+        return f"{answer}\n\nNot published: {_text(published)}"
+    return f"{answer}\n\n{_text(published)}"
 
 
 def _research_policy(messages: list[BaseMessage]) -> str:

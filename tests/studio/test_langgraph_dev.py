@@ -1,0 +1,222 @@
+"""LangGraph Studio, for real (SPEC §15): `langgraph dev` serves `langgraph.json` in a
+subprocess on a free loopback port, and the test drives it over HTTP with
+`langgraph_sdk`, the client Studio itself uses.
+
+One server serves the whole module. It runs in a temporary copy of the project (so its
+`.langgraph_api/` store never lands in the work tree), offline: no version check, no
+CLI analytics, no tracing. Its process group is killed even when a test fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+
+ROOT = Path(__file__).resolve().parents[2]
+LANGGRAPH = Path(sys.executable).with_name("langgraph")
+GRAPH = "supervisor"
+NODES = {
+    "supervisor",
+    "tools",
+    "iteration",
+    "task_complete",
+    "research_agent",
+    "research_agent.start",
+    "research_agent.complete",
+    "writing_agent",
+    "writing_agent.start",
+    "writing_agent.complete",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else "(no log)"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a `langgraph dev` server serving this project's `langgraph.json`."""
+    assert LANGGRAPH.exists(), "langgraph-cli[inmem] is missing: pip install -e '.[dev]'"
+    work = tmp_path_factory.mktemp("studio")
+    shutil.copy(ROOT / "langgraph.json", work)
+    for package in ("supervisor_graph", "nodes", "checkpointers"):
+        shutil.copytree(ROOT / package, work / package, ignore=shutil.ignore_patterns("__pycache__"))
+    port = _free_port()
+    env = {
+        **os.environ,
+        "LANGGRAPH_NO_VERSION_CHECK": "true",  # the server's only outgoing call
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",  # the CLI's usage report
+        "LANGSMITH_TRACING": "false",
+        "LANGCHAIN_TRACING_V2": "false",
+    }
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"):
+        env.pop(key, None)
+    log = work / "server.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, killed below
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"langgraph dev exited with {proc.returncode}:\n{_tail(log)}")
+            try:
+                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"langgraph dev was not healthy within 60 s:\n{_tail(log)}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+async def _stream(client: Any, thread_id: str, assistant_id: str, **kwargs: Any) -> list[tuple[str, Any]]:
+    """One run streamed the way Studio streams it: values, message tokens, updates and
+    custom events, with subgraphs."""
+    parts = []
+    async for part in client.runs.stream(
+        thread_id,
+        assistant_id,
+        stream_mode=["values", "messages-tuple", "updates", "custom"],
+        stream_subgraphs=True,
+        **kwargs,
+    ):
+        assert part.event != "error", part.data
+        parts.append((part.event, part.data))
+    return parts
+
+
+def _tool_message(messages: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return next(m for m in messages if m["type"] == "tool" and m.get("name") == name)
+
+
+async def test_studio_sees_the_graph_and_its_input_form(server: str) -> None:
+    client = get_client(url=server)
+    (assistant,) = await client.assistants.search(graph_id=GRAPH)
+    graph = await client.assistants.get_graph(assistant["assistant_id"])
+    assert NODES <= {node["id"] for node in graph["nodes"]}
+    xray = await client.assistants.get_graph(assistant["assistant_id"], xray=True)
+    ids = {node["id"] for node in xray["nodes"]}
+    assert {"research_agent:supervisor", "writing_agent:supervisor"} <= ids  # the subagents' own graphs
+    schemas = await client.assistants.get_schemas(assistant["assistant_id"])
+    assert "messages" in schemas["input_schema"]["properties"]
+    assert {"max_steps", "require_tool_approval"} <= set(schemas["context_schema"]["properties"])
+
+
+async def test_a_run_with_approval_resumed_by_command_then_a_second_run(server: str) -> None:
+    client = get_client(url=server)
+    (assistant,) = await client.assistants.search(graph_id=GRAPH)
+    aid = assistant["assistant_id"]
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+
+    # 1. a run that delegates research and writing, then asks to publish
+    parts = await _stream(
+        client,
+        tid,
+        aid,
+        input={"messages": [{"role": "user", "content": "Research bees, write an article and publish it."}]},
+    )
+    events = {event for event, _ in parts}
+    assert any(e.startswith("updates|research_agent:") for e in events), events  # subgraph streams reach Studio
+    assert any(e.startswith("messages|writing_agent:") for e in events), events
+    custom = [data["type"] for event, data in parts if event == "custom"]
+    assert custom.count("delegation-start") == 2 and custom.count("delegation-complete") == 2
+    assert any(event == "updates" and "__interrupt__" in data for event, data in parts)
+
+    # 2. the approval waits in the thread state, where Studio shows it
+    state = await client.threads.get_state(tid)
+    assert state["next"] == ["tools"]
+    (pending,) = state["interrupts"]
+    assert pending["value"]["kind"] == "approval" and pending["value"]["tool_name"] == "publish"
+    assert pending["value"]["args"]["title"] == "Bees: what we know"
+    assert pending["value"]["agent_path"] == ["parent-agent"]
+
+    # 3. an answer that is not an approval is asked again, and nothing is published
+    await _stream(client, tid, aid, command={"resume": "yes please"})
+    state = await client.threads.get_state(tid)
+    (again,) = state["interrupts"]
+    assert "approved" in again["value"]["error"] and again["value"]["tool_call_id"] == pending["value"]["tool_call_id"]
+    assert not any(m["type"] == "tool" and m.get("name") == "publish" for m in state["values"]["messages"])
+
+    # 4. Command(resume=...) approves it; the tool runs once and the supervisor answers
+    parts = await _stream(client, tid, aid, command={"resume": {"approved": True}})
+    state = await client.threads.get_state(tid)
+    assert state["next"] == [] and not state["interrupts"]
+    messages = state["values"]["messages"]
+    final = messages[-1]["content"]
+    assert final.startswith("Here is your article on bees.")
+    assert final.endswith("Published 'Bees: what we know' at /blog/bees-what-we-know (79 words).")
+    assert [m["content"] for m in messages if m["type"] == "tool" and m.get("name") == "publish"] == [
+        "Published 'Bees: what we know' at /blog/bees-what-we-know (79 words)."
+    ]
+
+    # 5. subagent memory under the platform's checkpointer: each delegation's thread
+    #    (a namespace of this thread) keeps its prompt and its own answer, nothing else
+    research = _tool_message(messages, "agent-research_agent")
+    assert research["content"].startswith("- What it is: bees")
+    sub_thread = research["artifact"]["sub_agent_thread_id"]
+    parent_thread, _, namespace = sub_thread.partition("::")
+    assert parent_thread == tid and namespace.startswith("research_agent:")
+    sub_state = await client.threads.get_state(tid, checkpoint={"checkpoint_ns": namespace})
+    sub_messages = sub_state["values"]["messages"]
+    assert [m["type"] for m in sub_messages] == ["human", "ai"]
+    assert sub_messages[0]["content"].startswith("Gather the key facts about bees.")
+    assert sub_messages[1]["content"] == research["content"]
+
+    # 6. a second run on the thread continues the conversation
+    await _stream(client, tid, aid, input={"messages": [{"role": "user", "content": "Write an article about owls"}]})
+    state = await client.threads.get_state(tid)
+    messages = state["values"]["messages"]
+    assert [m["content"] for m in messages if m["type"] == "human"] == [
+        "Research bees, write an article and publish it.",
+        "Write an article about owls",
+    ]
+    assert messages[-1]["content"].startswith("Here is your article on owls.")
+    owl_research = [m for m in messages if m["type"] == "tool" and m.get("name") == "agent-research_agent"][-1]
+    owl_namespace = owl_research["artifact"]["sub_agent_thread_id"].partition("::")[2]
+    assert owl_namespace != namespace  # a fresh thread per delegation; the first one is still there
+    first_again = await client.threads.get_state(tid, checkpoint={"checkpoint_ns": namespace})
+    assert first_again["values"]["messages"] == sub_messages
