@@ -1,0 +1,16 @@
+"""AG-UI bridge: serve a declared supervisor to AG-UI front ends (CopilotKit,
+`@ag-ui/client`) over server-sent events (SPEC §14, AGUI.md).
+
+    from fastapi import FastAPI
+    from supervisor_graph.agui import AGUIAgent, add_agui_endpoint
+
+    app = FastAPI()
+    add_agui_endpoint(app, AGUIAgent(parent, resource_id="user-123"), path="/agent")
+
+Needs the `agui` extra: `pip install 'supervisor-graph[agui]'`.
+"""
+
+from supervisor_graph.agui.agent import AGUIAgent, RunRecord
+from supervisor_graph.agui.endpoint import add_agui_endpoint, create_app, serve
+
+__all__ = ["AGUIAgent", "RunRecord", "add_agui_endpoint", "create_app", "serve"]

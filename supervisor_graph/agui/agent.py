@@ -1,0 +1,349 @@
+"""`AGUIAgent`: one declared supervisor served to AG-UI clients (AGUI.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    AgentCapabilities,
+    BaseEvent,
+    ExecutionCapabilities,
+    HumanInTheLoopCapabilities,
+    IdentityCapabilities,
+    MultiAgentCapabilities,
+    ReasoningCapabilities,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    SubagentInfo,
+    Tool,
+    ToolsCapabilities,
+    TransportCapabilities,
+)
+from langchain_core.messages import AIMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from checkpointers.naming import delegation_thread_id, stable_namespace
+from nodes.context import AbortController
+from supervisor_graph.agent import Agent
+from supervisor_graph.agui.events import Reopen, RunSettings, RunTranslator
+from supervisor_graph.agui.frontend import FrontendTools, InputError
+from supervisor_graph.agui.interrupts import MASTRA, SUPERVISOR_GRAPH, Pause, ResumeError, plan_resume
+from supervisor_graph.agui.messages import new_messages
+from supervisor_graph.agui.tree import AgentTree
+from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, ThreadBusyError
+from supervisor_graph.memory import Memory
+from supervisor_graph.resume import pending_interrupts, resume
+from supervisor_graph.run import AgentStream
+
+__all__ = ["AGUIAgent", "RunRecord"]
+
+log = logging.getLogger("supervisor_graph.agui")
+_langgraph_log = logging.getLogger("langgraph")
+
+
+def _quiet_pending_sends(record: logging.LogRecord) -> bool:
+    return "in pending sends" not in record.getMessage()
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """How one AG-UI run ended: `success`, `interrupt`, `cancelled` or `error`."""
+
+    thread_id: str
+    run_id: str
+    outcome: str
+    code: str | None = None
+
+
+def _error(exc: BaseException, resuming: bool) -> tuple[str, str]:
+    """A code and a message safe to show a client (no stack trace, no provider text)."""
+    if isinstance(exc, (ResumeError, InputError)):
+        return exc.code, exc.message
+    if isinstance(exc, ThreadBusyError):
+        return "THREAD_BUSY", "Another run is in progress on this thread; try again when it has finished."
+    if isinstance(exc, NothingPendingError):
+        return "INTERRUPT_NOT_PENDING", "Nothing is pending on this thread."
+    if isinstance(exc, MissingAPIKeyError):
+        return "MODEL_NOT_CONFIGURED", "The agent's model is not configured on the server."
+    if resuming and isinstance(exc, ValueError):
+        return "INVALID_RESUME_PAYLOAD", "The resume payload does not fit what the paused tool expects; nothing was resumed."
+    return "AGENT_ERROR", f"The agent failed ({type(exc).__name__}); the server's log has the details."
+
+
+async def _forward(signal: Any, controller: AbortController) -> None:
+    await signal.wait()
+    controller.abort(getattr(signal, "reason", None) or "aborted")
+
+
+class AGUIAgent:
+    """Serves `agent` (a declared supervisor) over AG-UI 1.0.
+
+    Args:
+        agent: the `Agent` to serve. Without `memory` it gets an in-process one: AG-UI
+            threads are memory threads.
+        resource_id: the resource (user) that owns the threads it opens: a string, or
+            `callable(request) -> str` called with the HTTP request.
+        subagent_visibility: `"hidden"` (the client sees each `agent-<key>` call and its
+            result) or `"attributed"` (each delegation is an AG-UI subagent invocation).
+        subagent_tool_results: `"omit"` sends subagents' own tool results empty.
+        compat: `"mastra"` emits the reference Mastra bridge's shapes.
+
+    Example:
+        >>> from supervisor_graph.testing import ScriptedChatModel
+        >>> bridge = AGUIAgent(Agent(id="helper", model=ScriptedChatModel(responses=["hi"])), resource_id="user-1")
+        >>> bridge.get_capabilities().human_in_the_loop.interrupts
+        True
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        resource_id: str | Callable[[Any], Any] = "anonymous",
+        subagent_visibility: Literal["hidden", "attributed"] = "hidden",
+        subagent_tool_results: Literal["full", "omit"] = "full",
+        compat: Literal["mastra"] | None = None,
+    ) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"AGUIAgent serves a supervisor_graph.Agent, not a {type(agent).__name__}")
+        if subagent_visibility not in ("hidden", "attributed"):
+            raise ValueError("subagent_visibility must be 'hidden' or 'attributed'")
+        if subagent_tool_results not in ("full", "omit"):
+            raise ValueError("subagent_tool_results must be 'full' or 'omit'")
+        if compat not in (None, "mastra"):
+            raise ValueError("compat must be None or 'mastra'")
+        self.agent = agent if agent.memory is not None else agent.model_copy(update={"memory": Memory(":memory:")})
+        self.resource_id = resource_id
+        self.subagent_visibility = subagent_visibility
+        self.subagent_tool_results = subagent_tool_results
+        self.dialect = MASTRA if compat == "mastra" else SUPERVISOR_GRAPH
+        self.recent_runs: deque[RunRecord] = deque(maxlen=200)
+        self._tools = FrontendTools(self.agent)
+        self._controllers: set[AbortController] = set()
+        self._settling: set[asyncio.Future[Any]] = set()
+
+    @property
+    def memory(self) -> Memory:
+        assert self.agent.memory is not None
+        return self.agent.memory
+
+    @property
+    def active_runs(self) -> int:
+        """Runs in flight, including ones whose client left and that are still stopping."""
+        return len(self._controllers) + len(self._settling)
+
+    # -- capabilities and control ---------------------------------------------
+
+    def get_capabilities(self) -> AgentCapabilities:
+        agent = self.agent
+        attributed = self.subagent_visibility == "attributed"
+        tools = [Tool(**convert_to_openai_tool(tool)["function"]) for tool in agent.tools.values()]
+        return AgentCapabilities(
+            identity=IdentityCapabilities(name=agent.name or agent.id, type="supervisor-graph", description=agent.description),
+            transport=TransportCapabilities(streaming=True),
+            tools=ToolsCapabilities(supported=True, items=tools or None, parallel_calls=True, client_provided=True),
+            reasoning=ReasoningCapabilities(supported=True, streaming=True, encrypted=True),
+            human_in_the_loop=HumanInTheLoopCapabilities(supported=True, approvals=True, interrupts=True),
+            multi_agent=MultiAgentCapabilities(
+                supported=True,
+                delegation=True,
+                subagents=[SubagentInfo(name=sub.id, description=sub.description) for sub in agent.agents.values()],
+            )
+            if attributed and agent.agents
+            else None,
+            execution=ExecutionCapabilities(max_iterations=agent.defaults.max_steps),
+        )
+
+    def abort_run(self) -> None:
+        """Cancel every run of this bridge in flight (each ends `cancelled`)."""
+        for controller in list(self._controllers):
+            controller.abort("abort_run()")
+
+    # -- running ----------------------------------------------------------------
+
+    async def _resource(self, request: Any) -> str:
+        value = self.resource_id(request) if callable(self.resource_id) else self.resource_id
+        if inspect.isawaitable(value):
+            value = await value
+        if not isinstance(value, str) or not value:
+            raise InputError("RESOURCE_REQUIRED", "The request has no resource (user) id.")
+        return value
+
+    async def _owner(self, thread_id: str) -> str | None:
+        """The resource that owns `thread_id` (None: a new thread). It is the resource
+        stored with the thread's checkpoints, shared by every bridge on this memory."""
+        saver = await self.memory.checkpointer()
+        found = await saver.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+        if found is None:
+            return None
+        return str((found.metadata or {}).get("resource_id") or "")
+
+    async def _parent_message(self, thread_id: str, pause: Pause) -> str | None:
+        """The id of the assistant message that made a paused call (from the thread)."""
+        threads = [thread_id]
+        if pause.namespace:
+            threads = [delegation_thread_id(thread_id, ns) or "" for ns in (pause.namespace, stable_namespace(pause.namespace))]
+        for thread in threads:
+            try:
+                # reading a paused thread with a plain reader graph makes LangGraph warn
+                # about the pending tool task it does not know: expected here
+                _langgraph_log.addFilter(_quiet_pending_sends)
+                try:
+                    messages = await self.memory.get_messages(thread)
+                finally:
+                    _langgraph_log.removeFilter(_quiet_pending_sends)
+            except Exception:  # noqa: BLE001 - best effort: the id only links the call to its message
+                continue
+            for message in messages:
+                if isinstance(message, AIMessage) and any(c["id"] == pause.tool_call_id for c in message.tool_calls):
+                    return message.id
+        return None
+
+    def _record(self, input: RunAgentInput, event: BaseEvent | None) -> None:
+        if isinstance(event, RunFinishedEvent):
+            outcome = event.outcome.type if event.outcome is not None else "success"
+            self.recent_runs.append(RunRecord(input.thread_id, input.run_id, outcome))
+        elif isinstance(event, RunErrorEvent):
+            self.recent_runs.append(RunRecord(input.thread_id, input.run_id, "error", event.code))
+
+    async def run(self, input: RunAgentInput, *, request: Any = None, abort_signal: Any = None) -> AsyncIterator[BaseEvent]:
+        """The run's AG-UI events: `RUN_STARTED` first, then exactly one terminal event.
+
+        `request` is what a callable `resource_id` is called with; `abort_signal` (an
+        `AbortSignal` or `asyncio.Event`) cancels the run when set.
+        """
+        yield RunStartedEvent(
+            thread_id=input.thread_id, run_id=input.run_id, protocol_version=PROTOCOL_VERSION, timestamp=int(time.time() * 1000)
+        )
+        controller = AbortController()
+        self._controllers.add(controller)
+        links = [
+            asyncio.ensure_future(_forward(signal, controller))
+            for signal in (abort_signal, self.agent.defaults.abort_signal)
+            if signal is not None
+        ]
+        holder: list[AgentStream] = []
+        last: BaseEvent | None = None
+        events = self._events(input, request, controller, holder)
+        try:
+            async for event in events:
+                last = event
+                yield event
+        finally:
+            for link in links:
+                link.cancel()
+            self._controllers.discard(controller)
+            await events.aclose()
+            self._record(input, last)
+            if not isinstance(last, (RunFinishedEvent, RunErrorEvent)):
+                # the consumer left (client disconnect): stop the run, let it settle
+                controller.abort("the client disconnected")
+                if holder:
+                    self._settle(input, holder[0])
+
+    def _settle(self, input: RunAgentInput, stream: AgentStream) -> None:
+        async def wait() -> None:
+            try:
+                result = await stream.result()
+                outcome = "cancelled" if result.finish_reason == "abort" else "success"
+            except Exception:  # noqa: BLE001 - nobody is listening any more; the log has it
+                log.exception("AG-UI run %s failed after its client left", input.run_id)
+                outcome = "error"
+            self.recent_runs.append(RunRecord(input.thread_id, input.run_id, outcome))
+
+        task = asyncio.ensure_future(wait())
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
+
+    async def _events(
+        self, input: RunAgentInput, request: Any, controller: AbortController, holder: list[AgentStream]
+    ) -> AsyncGenerator[BaseEvent, None]:
+        resuming = bool(input.resume)
+        try:
+            resource = await self._resource(request)
+            owner = await self._owner(input.thread_id)
+            if owner is not None and owner != resource:
+                raise InputError("THREAD_FORBIDDEN", "This thread belongs to another user.")
+            agent, frontend = self._tools.agent_for(input.tools)
+            memory = {"thread": input.thread_id, "resource": resource}
+            options: dict[str, Any] = {
+                "memory": memory,
+                "abort_signal": controller.signal,
+                "request_context": {
+                    "ag_ui": {
+                        "run_id": input.run_id,
+                        "context": [c.model_dump(mode="json") for c in input.context or []],
+                        "forwarded_props": input.forwarded_props,
+                    }
+                },
+            }
+            pending = [Pause.of_value(i.id, i.value) for i in await pending_interrupts(agent, memory=memory)]
+            reopen: dict[tuple[str, str], Reopen] = {}
+            if input.resume:
+                answers, chosen = plan_resume(input.resume, pending, self.dialect)
+                for pause in chosen:
+                    reopen[(pause.namespace, pause.tool_call_id)] = Reopen(
+                        full=pause.kind == "approval",
+                        tool_name=pause.tool_name,
+                        args=pause.args,
+                        parent_message_id=await self._parent_message(input.thread_id, pause)
+                        if not pause.namespace or self.subagent_visibility == "attributed"
+                        else None,
+                    )
+                stream = await resume(agent, answers, streaming=True, **options)
+                assert isinstance(stream, AgentStream)
+            else:
+                if pending:
+                    raise InputError(
+                        "INTERRUPT_PENDING",
+                        f"{len(pending)} interrupt(s) are waiting on this thread; answer them with RunAgentInput.resume first.",
+                    )
+                fresh = new_messages(input.messages, await self.memory.get_messages(input.thread_id))
+                if not fresh:
+                    yield RunFinishedEvent(
+                        thread_id=input.thread_id,
+                        run_id=input.run_id,
+                        outcome=RunFinishedSuccessOutcome(),
+                        timestamp=int(time.time() * 1000),
+                    )
+                    return
+                stream = await agent.stream(fresh, **options)
+        except Exception as exc:  # noqa: BLE001 - refused before anything ran
+            code, message = _error(exc, resuming)
+            if code == "AGENT_ERROR":
+                log.exception("AG-UI run %s could not start", input.run_id)
+            yield RunErrorEvent(message=message, code=code, timestamp=int(time.time() * 1000))
+            return
+        holder.append(stream)
+        settings = RunSettings(
+            dialect=self.dialect,
+            attributed=self.subagent_visibility == "attributed",
+            omit_subagent_results=self.subagent_tool_results == "omit",
+            parts=input.protocol_version == PROTOCOL_VERSION,
+            frontend_tools=frontend,
+            tree=AgentTree(agent),
+        )
+        translator = RunTranslator(settings, input.thread_id, input.run_id, reopen)
+        async for chunk in stream.full_stream:
+            for event in translator.on_chunk(chunk):
+                yield event
+        try:
+            result = await stream.result()
+        except Exception as exc:  # noqa: BLE001 - the run failed: RUN_ERROR, details in the log
+            log.error("AG-UI run %s failed: %s", input.run_id, type(exc).__name__, exc_info=exc)
+            for event in translator.fail(*_error(exc, False)):
+                yield event
+            return
+        for event in translator.finish(result):
+            yield event

@@ -1,0 +1,416 @@
+"""One run's full-stream chunks as AG-UI events.
+
+`RunTranslator.on_chunk` maps each chunk as it arrives; `finish` / `fail` close
+whatever is open (text, reasoning, subagent invocations, deepest first) and add the
+run's single terminal event. Rules (AGUI.md): one text message per model call, under
+the call's `AIMessage` id; reasoning spans end with the provider's artefacts as an
+encrypted value; a call that may wait for approval is held back until its outcome is
+known (never a call without a result); a resumed run reopens the calls it continues.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ag_ui.core import (
+    BaseEvent,
+    ReasoningEncryptedValueEvent,
+    ReasoningEndEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentFinishedSuccessOutcome,
+    SubagentFinishedSuspendedOutcome,
+    SubagentStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+from supervisor_graph.agui.content import result_content
+from supervisor_graph.agui.interrupts import Dialect, Pause
+from supervisor_graph.agui.messages import encode_reasoning, reasoning_message_id
+from supervisor_graph.agui.subagents import Invocation, SubagentTracker, error_code, subagent_run_id
+from supervisor_graph.agui.tree import AgentTree
+from supervisor_graph.agui.usage import UsageMeter
+from supervisor_graph.chunks import StreamChunk
+from supervisor_graph.run import GenerateResult
+
+__all__ = ["Reopen", "RunSettings", "RunTranslator"]
+
+Key = tuple[str, str]  # (namespace, tool call id)
+NO_RESULT = "[no result: the run ended before this call finished]"
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    dialect: Dialect
+    attributed: bool
+    omit_subagent_results: bool
+    parts: bool
+    frontend_tools: frozenset[str]
+    tree: AgentTree
+
+
+@dataclass(frozen=True, slots=True)
+class Reopen:
+    """A call a resumed run continues: `full` (approval, never streamed) gets its
+    arguments again; otherwise the client has the call and gets START/END only."""
+
+    full: bool
+    tool_name: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    parent_message_id: str | None = None
+
+
+@dataclass(slots=True)
+class _Call:
+    name: str
+    args: dict[str, Any]
+    message_id: str | None
+
+
+class RunTranslator:
+    def __init__(self, settings: RunSettings, thread_id: str, run_id: str, reopen: dict[Key, Reopen] | None = None) -> None:
+        self.s = settings
+        self.thread_id = thread_id
+        self.run_id = run_id  # RunAgentInput.run_id
+        self.graph_run_id = ""  # the LangGraph run's id (stable across a resume)
+        self.reopen = reopen or {}
+        self.usage = UsageMeter()
+        self.subagents = SubagentTracker()
+        self.text: dict[str, str] = {}
+        self.reasoning_message: dict[str, str] = {}
+        self.reasoning_span: dict[str, str] = {}
+        self.calls: dict[Key, _Call] = {}
+        self.held: dict[Key, _Call] = {}
+        self.started: set[Key] = set()
+        self.resulted: set[Key] = set()
+        self.frontend: list[Key] = []
+        self._ids: dict[Key, str] = {}
+        self._used: set[str] = set()
+
+    # -- helpers ----------------------------------------------------------------
+
+    def _visible(self, ns: str) -> bool:
+        return not ns or self.s.attributed
+
+    def _sub(self, ns: str) -> str | None:
+        return subagent_run_id(self.graph_run_id, ns) if ns and self.s.attributed else None
+
+    def _call_id(self, key: Key) -> str:
+        """The AG-UI id of a call: its own, unless another agent of this run used it."""
+        got = self._ids.get(key)
+        if got is None:
+            got = key[1]
+            if got in self._used:
+                got = f"{key[1]}~{subagent_run_id(self.graph_run_id, key[0])[:8]}"
+            self._used.add(got)
+            self._ids[key] = got
+        return got
+
+    def _close_text(self, ns: str) -> list[BaseEvent]:
+        mid = self.text.pop(ns, None)
+        return [TextMessageEndEvent(message_id=mid, subagent_run_id=self._sub(ns), timestamp=_now())] if mid else []
+
+    def _close_reasoning_message(self, ns: str) -> list[BaseEvent]:
+        rid = self.reasoning_message.pop(ns, None)
+        return [ReasoningMessageEndEvent(message_id=rid, subagent_run_id=self._sub(ns), timestamp=_now())] if rid else []
+
+    def _close_span(self, ns: str) -> list[BaseEvent]:
+        events = self._close_reasoning_message(ns)
+        rid = self.reasoning_span.pop(ns, None)
+        if rid:
+            events.append(ReasoningEndEvent(message_id=rid, subagent_run_id=self._sub(ns), timestamp=_now()))
+        return events
+
+    def _close_streams(self, ns: str | None = None) -> list[BaseEvent]:
+        """End open text and reasoning (in `ns` and below, or everywhere)."""
+        names = {*self.text, *self.reasoning_message, *self.reasoning_span}
+        if ns is not None:
+            names = {n for n in names if n == ns or n.startswith(ns + "|")}
+        events: list[BaseEvent] = []
+        for name in sorted(names, key=lambda n: n.count("|"), reverse=True):
+            events += self._close_text(name) + self._close_span(name)
+        return events
+
+    def _start_call(self, key: Key, call: _Call, *, args: bool) -> list[BaseEvent]:
+        cid, sub = self._call_id(key), self._sub(key[0])
+        events: list[BaseEvent] = [
+            ToolCallStartEvent(
+                tool_call_id=cid,
+                tool_call_name=call.name,
+                parent_message_id=call.message_id,
+                subagent_run_id=sub,
+                timestamp=_now(),
+            )
+        ]
+        if args:
+            delta = json.dumps(call.args, default=str)
+            events.append(ToolCallArgsEvent(tool_call_id=cid, delta=delta, subagent_run_id=sub, timestamp=_now()))
+        events.append(ToolCallEndEvent(tool_call_id=cid, subagent_run_id=sub, timestamp=_now()))
+        self.started.add(key)
+        return events
+
+    def _result(self, key: Key, content: Any) -> list[BaseEvent]:
+        self.resulted.add(key)
+        return [
+            ToolCallResultEvent(
+                message_id=str(uuid.uuid4()),
+                tool_call_id=self._call_id(key),
+                content=content,
+                role="tool",
+                subagent_run_id=self._sub(key[0]),
+                timestamp=_now(),
+            )
+        ]
+
+    # -- chunks -----------------------------------------------------------------
+
+    def on_chunk(self, chunk: StreamChunk) -> list[BaseEvent]:
+        if not self.graph_run_id:
+            self.graph_run_id = chunk.run_id
+        handler: Callable[[StreamChunk], list[BaseEvent]] | None = getattr(self, "_on_" + chunk.type.replace("-", "_"), None)
+        return handler(chunk) if handler is not None else []
+
+    def _on_text_delta(self, chunk: StreamChunk) -> list[BaseEvent]:
+        ns, delta = chunk.namespace, chunk.text
+        if not self._visible(ns) or not delta:
+            return []
+        mid = str(chunk.payload.get("message_id") or f"msg-{uuid.uuid4()}")
+        sub, events = self._sub(ns), []
+        if self.text.get(ns) != mid:
+            events += self._close_text(ns) + self._close_reasoning_message(ns)
+            events.append(TextMessageStartEvent(message_id=mid, role="assistant", subagent_run_id=sub, timestamp=_now()))
+            self.text[ns] = mid
+        events.append(TextMessageContentEvent(message_id=mid, delta=delta, subagent_run_id=sub, timestamp=_now()))
+        return events
+
+    def _on_reasoning_delta(self, chunk: StreamChunk) -> list[BaseEvent]:
+        ns, delta = chunk.namespace, chunk.text
+        if not self._visible(ns) or not delta:
+            return []
+        rid = reasoning_message_id(str(chunk.payload.get("message_id") or uuid.uuid4()))
+        return [*self._open_reasoning(ns, rid), ReasoningMessageContentEvent(message_id=rid, delta=delta, subagent_run_id=self._sub(ns), timestamp=_now())]
+
+    def _open_reasoning(self, ns: str, rid: str) -> list[BaseEvent]:
+        sub, events = self._sub(ns), self._close_text(ns)
+        if self.reasoning_span.get(ns) != rid:
+            events += self._close_span(ns)
+            events.append(ReasoningStartEvent(message_id=rid, subagent_run_id=sub, timestamp=_now()))
+            self.reasoning_span[ns] = rid
+        if self.reasoning_message.get(ns) != rid:
+            events += self._close_reasoning_message(ns)
+            events.append(ReasoningMessageStartEvent(message_id=rid, role="reasoning", subagent_run_id=sub, timestamp=_now()))
+            self.reasoning_message[ns] = rid
+        return events
+
+    def _on_step_finish(self, chunk: StreamChunk) -> list[BaseEvent]:
+        ns, payload = chunk.namespace, chunk.payload
+        self.usage.add(ns, payload)
+        if not self._visible(ns):
+            return []
+        events = self._close_text(ns) + self._close_reasoning_message(ns)
+        artifacts, mid = payload.get("reasoning_artifacts"), payload.get("message_id")
+        if artifacts and mid:
+            rid = reasoning_message_id(str(mid))
+            if self.reasoning_span.get(ns) != rid:
+                events += self._open_reasoning(ns, rid) + self._close_reasoning_message(ns)
+            events.append(
+                ReasoningEncryptedValueEvent(
+                    subtype="message",
+                    entity_id=rid,
+                    encrypted_value=encode_reasoning(artifacts),
+                    subagent_run_id=self._sub(ns),
+                    timestamp=_now(),
+                )
+            )
+        return events + self._close_span(ns)
+
+    def _on_tool_call(self, chunk: StreamChunk) -> list[BaseEvent]:
+        ns, p = chunk.namespace, chunk.payload
+        key = (ns, str(p.get("tool_call_id") or ""))
+        call = _Call(name=str(p.get("tool_name")), args=dict(p.get("args") or {}), message_id=p.get("message_id"))
+        self.calls[key] = call
+        if not self._visible(ns):
+            return []
+        events = self._close_text(ns) + self._close_reasoning_message(ns)
+        if not ns and call.name in self.s.frontend_tools:
+            self.frontend.append(key)
+        elif self.s.tree.needs_approval(chunk.agent_path, call.name):
+            self.held[key] = call  # shown once its outcome is known
+            return events
+        return events + self._start_call(key, call, args=True)
+
+    def _on_tool_result(self, chunk: StreamChunk) -> list[BaseEvent]:
+        ns, p = chunk.namespace, chunk.payload
+        key = (ns, str(p.get("tool_call_id") or ""))
+        if not self._visible(ns) or key in self.resulted:
+            return []
+        events = self._ensure_started(key, p)
+        if ns and self.s.omit_subagent_results and chunk.type == "tool-result":
+            content: Any = ""
+        else:
+            content = result_content(p.get("result"), parts=self.s.parts)
+        return events + self._result(key, content)
+
+    _on_tool_error = _on_tool_result
+
+    def _ensure_started(self, key: Key, p: dict[str, Any]) -> list[BaseEvent]:
+        if key in self.started:
+            return []
+        held = self.held.pop(key, None)
+        if held is not None:
+            return self._start_call(key, held, args=True)
+        again = self.reopen.get(key, Reopen(full=False))
+        call = _Call(
+            name=str(p.get("tool_name") or again.tool_name),
+            args=dict(p.get("args") or again.args),
+            message_id=again.parent_message_id,
+        )
+        return self._start_call(key, call, args=again.full)
+
+    def _on_delegation_start(self, chunk: StreamChunk) -> list[BaseEvent]:
+        parent_ns, p = chunk.namespace, chunk.payload
+        key = (parent_ns, str(p.get("tool_call_id") or ""))
+        if not self._visible(parent_ns):
+            return []
+        events = self._ensure_started(key, {"tool_name": f"agent-{p.get('agent_key')}", "args": {}})
+        if not self.s.attributed:
+            return events
+        ns = str(p.get("namespace") or "")
+        parent = self.subagents.parent_of(parent_ns)
+        name = str(p.get("agent_id"))
+        invocation = Invocation(
+            subagent_run_id=subagent_run_id(self.graph_run_id, ns),
+            namespace=ns,
+            name=name,
+            tool_call_id=self._call_id(key),
+            parent=parent.subagent_run_id if parent else None,
+        )
+        if self.subagents.start(invocation):
+            call = self.calls.get(key)
+            events.append(
+                SubagentStartedEvent(
+                    subagent_run_id=invocation.subagent_run_id,
+                    name=name,
+                    description=self.s.tree.descriptions.get(name),
+                    parent_tool_call_id=invocation.tool_call_id,
+                    parent_message_id=call.message_id if call else None,
+                    parent_subagent_run_id=invocation.parent,
+                    timestamp=_now(),
+                )
+            )
+        return events
+
+    def _on_delegation_complete(self, chunk: StreamChunk) -> list[BaseEvent]:
+        if not self.s.attributed:
+            return []
+        p = chunk.payload
+        ns = str(p.get("namespace") or "")
+        events = self._close_streams(ns)
+        for invocation in self.subagents.close(ns):
+            if invocation.namespace != ns:
+                events.append(self._cancelled(invocation))
+            elif p.get("success"):
+                usage = [u.model_dump(mode="json", by_alias=True) for u in self.usage.within(ns)]
+                events.append(
+                    SubagentFinishedEvent(
+                        subagent_run_id=invocation.subagent_run_id,
+                        outcome=SubagentFinishedSuccessOutcome(),
+                        result=p.get("text"),
+                        metadata={self.s.dialect.key: {"usage": usage}},
+                        timestamp=_now(),
+                    )
+                )
+            else:
+                code = error_code(p.get("error"), mastra=self.s.dialect.camel)
+                what = "was blocked by a guardrail" if code in ("GUARDRAIL", "MASTRA_TRIPWIRE") else "failed"
+                events.append(
+                    SubagentErrorEvent(
+                        subagent_run_id=invocation.subagent_run_id,
+                        message=f"Subagent {invocation.name!r} {what}; the supervisor was told and goes on.",
+                        code=code,
+                        timestamp=_now(),
+                    )
+                )
+        return events
+
+    def _cancelled(self, invocation: Invocation) -> BaseEvent:
+        return SubagentErrorEvent(
+            subagent_run_id=invocation.subagent_run_id,
+            message=f"Subagent {invocation.name!r} stopped: the run ended before it finished.",
+            code="CANCELLED",
+            timestamp=_now(),
+        )
+
+    # -- the end ----------------------------------------------------------------
+
+    def _metadata(self, reason: str) -> dict[str, Any]:
+        return self.s.dialect.meta(finish_reason=reason)
+
+    def finish(self, result: GenerateResult) -> list[BaseEvent]:
+        """Close what is open and end the run: cancelled, interrupt or success."""
+        events = self._close_streams()
+        done: dict[str, Any] = {"thread_id": self.thread_id, "run_id": self.run_id, "timestamp": _now()}
+        if result.finish_reason == "abort":
+            events += [self._cancelled(inv) for inv in self.subagents.close_all()]
+            return [*events, RunFinishedEvent(outcome=RunFinishedCancelledOutcome(), **done)]
+        usage = self.usage.total()
+        if result.suspended:
+            pauses = [Pause.of_item(item) for item in result.suspended]
+            interrupts = [
+                p.interrupt(
+                    self.s.dialect,
+                    attributed=self.s.attributed,
+                    resume_schema=self.s.tree.resume_schema(p.agent_path, p.tool_name)
+                    if p.kind == "suspend" and p.resume_schema is None
+                    else None,
+                )
+                for p in pauses
+            ]
+            for invocation in self.subagents.close_all():
+                own = [i.id for p, i in zip(pauses, interrupts, strict=True) if p.namespace == invocation.namespace]
+                events.append(
+                    SubagentFinishedEvent(
+                        subagent_run_id=invocation.subagent_run_id,
+                        outcome=SubagentFinishedSuspendedOutcome(interrupt_ids=own or None),
+                        timestamp=_now(),
+                    )
+                )
+            outcome: Any = RunFinishedInterruptOutcome(interrupts=interrupts)
+            return [*events, RunFinishedEvent(outcome=outcome, usage=usage, metadata=self._metadata(result.finish_reason), **done)]
+        for invocation in self.subagents.close_all():
+            events.append(SubagentFinishedEvent(subagent_run_id=invocation.subagent_run_id, timestamp=_now()))
+        for key in sorted(self.started - self.resulted - set(self.frontend)):
+            events += self._result(key, NO_RESULT)
+        pending = [self._call_id(k) for k in self.frontend if k not in self.resulted]
+        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=pending or None)
+        return [*events, RunFinishedEvent(outcome=outcome, usage=usage, metadata=self._metadata(result.finish_reason), **done)]
+
+    def fail(self, code: str, message: str) -> list[BaseEvent]:
+        """Close what is open and end the run with `RUN_ERROR`."""
+        events = self._close_streams()
+        events += [self._cancelled(inv) for inv in self.subagents.close_all()]
+        return [*events, RunErrorEvent(message=message, code=code, usage=self.usage.total(), timestamp=_now())]
