@@ -43,6 +43,7 @@ def test_the_expected_notebooks_exist() -> None:
         "scorers",
         "memory_and_threads",
         "embedding",
+        "agui",
     ):
         assert any(topic in name for name in names), f"no notebook about {topic}: {names}"
 
