@@ -8,12 +8,17 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from bench.agui import AguiSpec, agui_endpoint
+from bench.concurrency import ConcurrencySpec, concurrency
 from bench.contenders import CONTENDERS
 from bench.profiling import profile_ours
 from bench.report import Results, machine_info, render, write_chart
-from bench.scenarios import Config, checkpoint_writes, context_growth, conversation, timing
+from bench.scenarios import Config, ConversationSpec, checkpoint_writes, context_growth, conversation, timing
 
 __all__ = ["main"]
 
@@ -24,47 +29,136 @@ def _progress(message: str) -> None:
     print(message, flush=True)
 
 
+SCENARIOS = ("timing", "writes", "context", "conversation", "long", "profile", "concurrency", "agui")
+MB = 1024 * 1024
+
+
+def _contenders(value: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    if not names or set(names) - set(CONTENDERS):
+        raise argparse.ArgumentTypeError(f"choose among {', '.join(CONTENDERS)}")
+    return names
+
+
+# The full scenarios; --quick scales them down to seconds.
+CONVERSATION = ConversationSpec(
+    title="", label="conversation", turns=40, repeats=8, window=5, contenders=CONTENDERS
+)
+LONG_CONVERSATION = ConversationSpec(
+    title=", ~3 KB of text per turn",
+    label="long",
+    turns=150,
+    repeats=3,
+    window=10,
+    contenders=("ours", "floor"),  # the incumbent's storage grows quadratically: 150 turns of it take long
+    worker_bytes=1024,
+    final_bytes=1024,
+    storage_target=3 * MB,
+)
+CONCURRENCY = ConcurrencySpec(runs=1000, rounds=3, warmup=5)
+AGUI = AguiSpec(clients=50, runs=500, warmup=10)
+QUICK = {
+    "conversation": {"turns": 6, "repeats": 1, "window": 3},
+    "long": {"turns": 10, "repeats": 1, "window": 3},
+    "concurrency": {"runs": 20, "rounds": 1, "warmup": 1, "parallel": True},
+    "agui": {"clients": 5, "runs": 20, "warmup": 2},
+}
+
+
 def _config(args: argparse.Namespace, workdir: Path) -> Config:
-    if args.quick:
-        cfg = Config(
-            quick=True, iterations=2, warmup=1, workdir=workdir, turns=6, turn_repeats=1, window=3, profile_runs=2
-        )
-    else:
-        cfg = Config(
-            quick=False, iterations=150, warmup=10, workdir=workdir, turns=40, turn_repeats=8, window=5, profile_runs=30
-        )
-    if args.iterations is not None:
-        cfg.iterations = args.iterations
+    def scaled(key: str, spec: Any, **changes: Any) -> Any:
+        changes = {k: v for k, v in changes.items() if v is not None}
+        return replace(spec, **(QUICK[key] if args.quick else {}), **changes)
+
+    conversation = scaled("conversation", CONVERSATION, contenders=args.conversation_contenders)
+    long = scaled("long", LONG_CONVERSATION, contenders=args.long_contenders)
     if args.turns is not None:
-        cfg.turns = args.turns
-        cfg.window = min(cfg.window, max(1, args.turns // 2))
-    names = tuple(n.strip() for n in args.conversation_contenders.split(",") if n.strip())
-    unknown = set(names) - set(CONTENDERS)
-    if unknown or not names:
-        raise SystemExit(f"--conversation-contenders: choose among {', '.join(CONTENDERS)}")
-    cfg.conversation_contenders = names
-    if args.no_profile:
-        cfg.profile_runs = 0
-    cfg.progress = _progress
-    return cfg
+        conversation = conversation.with_turns(args.turns)
+    if args.long_turns is not None:
+        long = long.with_turns(args.long_turns)
+    skip = args.skip
+    return Config(
+        quick=args.quick,
+        iterations=args.iterations if args.iterations is not None else 2 if args.quick else 150,
+        warmup=1 if args.quick else 10,
+        workdir=workdir,
+        conversations=tuple(
+            spec for key, spec in (("conversation", conversation), ("long", long)) if key not in skip
+        ),
+        concurrency=None
+        if "concurrency" in skip
+        else scaled(
+            "concurrency",
+            CONCURRENCY,
+            runs=args.concurrent_runs,
+            contenders=args.concurrency_contenders,
+            profile="profile" not in skip,
+        ),
+        agui=None if "agui" in skip else scaled("agui", AGUI, runs=args.agui_runs),
+        profile_runs=0 if "profile" in skip else 2 if args.quick else 30,
+        progress=_progress,
+    )
 
 
-async def _run(cfg: Config) -> Results:
+async def _run(cfg: Config, skip: frozenset[str]) -> Results:
     start = time.perf_counter()
     results = Results(config=cfg, machine=machine_info())
-    steps = 5 if cfg.profile_runs else 4
-    _progress(f"[1/{steps}] per-run wall time ({cfg.iterations} runs per contender per cell)")
-    results.timing = await timing(cfg)
-    _progress(f"[2/{steps}] checkpoint writes and bytes")
-    results.writes = await checkpoint_writes(cfg)
-    _progress(f"[3/{steps}] supervisor context growth")
-    results.context = await context_growth(cfg)
-    _progress(f"[4/{steps}] {cfg.turns}-turn conversation on sqlite (x{cfg.turn_repeats})")
-    results.conversation = await conversation(cfg)
+    steps: list[tuple[str, Callable[[], Awaitable[None]]]] = []
+
+    async def timing_step() -> None:
+        results.timing = await timing(cfg)
+
+    async def writes_step() -> None:
+        results.writes = await checkpoint_writes(cfg)
+
+    async def context_step() -> None:
+        results.context = await context_growth(cfg)
+
+    def conversation_step(spec: ConversationSpec) -> Callable[[], Awaitable[None]]:
+        async def step() -> None:
+            results.conversations.append(await conversation(cfg, spec))
+
+        return step
+
+    async def profile_step() -> None:
+        results.profile = await profile_ours(max(cfg.delegations), "sqlite", cfg.profile_runs, cfg.workdir)
+
+    async def concurrency_step() -> None:
+        assert cfg.concurrency is not None
+        results.concurrency = await concurrency(cfg, cfg.concurrency)
+
+    async def agui_step() -> None:
+        assert cfg.agui is not None
+        results.agui = await agui_endpoint(cfg, cfg.agui)
+
+    if "timing" not in skip:
+        steps.append((f"per-run wall time ({cfg.iterations} runs per contender per cell)", timing_step))
+    if "writes" not in skip:
+        steps.append(("checkpoint writes and bytes", writes_step))
+    if "context" not in skip:
+        steps.append(("supervisor context growth", context_step))
+    for spec in cfg.conversations:
+        steps.append(
+            (f"{spec.turns}-turn conversation on sqlite (x{spec.repeats}, {', '.join(spec.contenders)})", conversation_step(spec))
+        )
     if cfg.profile_runs:
-        n = max(cfg.delegations)
-        _progress(f"[5/{steps}] profile of ours (N={n}, sqlite, {cfg.profile_runs} runs)")
-        results.profile = await profile_ours(n, "sqlite", cfg.profile_runs, cfg.workdir)
+        steps.append((f"profile of ours (N={max(cfg.delegations)}, sqlite, {cfg.profile_runs} runs)", profile_step))
+    if cfg.concurrency is not None:
+        c = cfg.concurrency
+        steps.append(
+            (
+                f"{c.runs} concurrent runs, {c.latency * 1000:.0f} ms model latency "
+                f"({c.rounds} process(es) per contender{', then one profiled' if c.profile else ''})",
+                concurrency_step,
+            )
+        )
+    if cfg.agui is not None:
+        steps.append((f"AG-UI endpoint ({cfg.agui.clients} clients, {cfg.agui.runs} runs)", agui_step))
+    for i, (title, step) in enumerate(steps, 1):
+        _progress(f"[{i}/{len(steps)}] {title}")
+        began = time.perf_counter()
+        await step()
+        _progress(f"  ({time.perf_counter() - began:.1f} s)")
     results.elapsed = time.perf_counter() - start
     return results
 
@@ -81,22 +175,38 @@ def main(argv: list[str] | None = None) -> int:
         help="markdown file to write (default bench/RESULTS.md, or bench/RESULTS.quick.md with --quick)",
     )
     parser.add_argument("--iterations", type=int, help="timed runs per contender per cell")
-    parser.add_argument("--turns", type=int, help="turns of the long conversation")
+    parser.add_argument("--turns", type=int, help=f"turns of the {CONVERSATION.turns}-turn conversation")
+    parser.add_argument("--long-turns", type=int, help=f"turns of the {LONG_CONVERSATION.turns}-turn conversation")
+    parser.add_argument("--concurrent-runs", type=int, help="runs started at once in the concurrency scenario")
+    parser.add_argument("--agui-runs", type=int, help="AG-UI runs over all clients")
+    for flag, default, what in (
+        ("--conversation-contenders", CONVERSATION.contenders, f"the {CONVERSATION.turns}-turn conversation"),
+        ("--long-contenders", LONG_CONVERSATION.contenders, f"the {LONG_CONVERSATION.turns}-turn conversation"),
+        ("--concurrency-contenders", CONCURRENCY.contenders, "the concurrency scenario"),
+    ):
+        parser.add_argument(
+            flag, type=_contenders, default=default, help=f"comma-separated contenders of {what} (default {','.join(default)})"
+        )
     parser.add_argument(
-        "--conversation-contenders",
-        default=",".join(CONTENDERS),
-        help="comma-separated contenders of the long conversation (the incumbent's storage grows quadratically)",
+        "--skip",
+        default="",
+        help=f"comma-separated scenarios to leave out: {', '.join(SCENARIOS)}",
     )
-    parser.add_argument("--no-profile", action="store_true", help="skip the cProfile section")
+    parser.add_argument("--no-profile", action="store_true", help="skip the cProfile sections (= --skip profile)")
     parser.add_argument("--no-chart", action="store_true", help="do not write the PNG chart")
     args = parser.parse_args(argv)
+    args.skip = frozenset(x.strip() for x in args.skip.split(",") if x.strip()) | (
+        {"profile"} if args.no_profile else set()
+    )
+    if args.skip - set(SCENARIOS):
+        parser.error(f"--skip: choose among {', '.join(SCENARIOS)}")
 
     out: Path = args.out or BENCH_DIR / ("RESULTS.quick.md" if args.quick else "RESULTS.md")
     chart = out.parent / ("results.quick.png" if args.quick else "results.png")
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     with tempfile.TemporaryDirectory(prefix="supervisor-graph-bench-") as tmp:
         cfg = _config(args, Path(tmp))
-        results = asyncio.run(_run(cfg))
+        results = asyncio.run(_run(cfg, args.skip))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(results), encoding="utf-8")
     _progress(f"wrote {out}")

@@ -4,7 +4,8 @@ A run asks the supervisor model for `n` sequential delegations (one per supervis
 to `worker_0` ... `worker_{n-1}`), each worker model answers ``"result"`` once, and the
 supervisor model answers ``"done"``: `n + 1` supervisor calls and `n` worker calls.
 Policies look at the messages each model receives, so runs on fresh threads and turns
-of one long conversation both work.
+of one long conversation both work. A `Script` changes the answers (longer messages for
+the long conversation) and adds a simulated model latency (the concurrency scenario).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -22,7 +24,7 @@ from bench.savers import Storage, open_saver
 from supervisor_graph import Agent, Memory
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
-__all__ = ["CONTENDERS", "Contender", "build"]
+__all__ = ["CONTENDERS", "Contender", "Script", "build"]
 
 CONTENDERS = ("ours", "incumbent", "floor")
 INSTRUCTIONS = "Delegate each part of the task to a worker, one at a time, then answer."
@@ -42,28 +44,50 @@ def _this_turn(messages: Sequence[BaseMessage]) -> Sequence[BaseMessage]:
     return messages
 
 
-def _worker_policy(messages: list[BaseMessage]) -> str:
-    return WORKER_ANSWER
+@dataclass(frozen=True)
+class Script:
+    """What the scripted models answer, and how long each model call takes."""
+
+    worker_answer: str = WORKER_ANSWER
+    final_answer: str = FINAL_ANSWER
+    latency: float = 0.0  # seconds per model call (`asyncio.sleep`), the same for every contender
+    record_calls: bool = True  # keep each call's input messages (off for many concurrent runs)
 
 
-def delegation_policy(n: int) -> Any:
+class _Counted:
+    """A model policy that counts its calls (the models' `calls` lists may be off)."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.count = 0
+
+    def __call__(self, messages: list[BaseMessage]) -> Any:
+        self.count += 1
+        return self.policy(messages)
+
+
+def _worker_policy(script: Script) -> Any:
+    return lambda messages: script.worker_answer
+
+
+def delegation_policy(n: int, script: Script) -> Any:
     """Supervisor policy for `ours` and `floor`: tools `agent-worker_<i>`, results are ToolMessages."""
 
     def policy(messages: list[BaseMessage]) -> Any:
         done = sum(isinstance(m, ToolMessage) for m in _this_turn(messages))
-        return delegate(f"worker_{done}", PROMPT) if done < n else FINAL_ANSWER
+        return delegate(f"worker_{done}", PROMPT) if done < n else script.final_answer
 
     return policy
 
 
-def handoff_policy(n: int) -> Any:
+def handoff_policy(n: int, script: Script) -> Any:
     """Supervisor policy for the incumbent: tools `transfer_to_worker_<i>`."""
 
     def policy(messages: list[BaseMessage]) -> Any:
         done = sum(
             isinstance(m, ToolMessage) and (m.name or "").startswith("transfer_to_") for m in _this_turn(messages)
         )
-        return tool_call(f"transfer_to_worker_{done}", {}) if done < n else FINAL_ANSWER
+        return tool_call(f"transfer_to_worker_{done}", {}) if done < n else script.final_answer
 
     return policy
 
@@ -74,12 +98,18 @@ class Contender:
     name: str
 
     def __init__(
-        self, n: int, storage: Storage, supervisor: ScriptedChatModel, workers: list[ScriptedChatModel]
+        self,
+        n: int,
+        storage: Storage,
+        supervisor: ScriptedChatModel,
+        workers: list[ScriptedChatModel],
+        script: Script,
     ) -> None:
         self.n = n
         self.storage = storage
         self.supervisor = supervisor
         self.workers = workers
+        self.script = script
         self._stack = AsyncExitStack()
 
     async def setup(self) -> None:
@@ -97,7 +127,7 @@ class Contender:
 
     def call_counts(self) -> tuple[int, int]:
         """(supervisor model calls, worker model calls) so far."""
-        return len(self.supervisor.calls), sum(len(w.calls) for w in self.workers)
+        return _count(self.supervisor), sum(_count(w) for w in self.workers)
 
     def forget_calls(self) -> None:
         """Drop the recorded model inputs (keeps long timing loops from hoarding memory)."""
@@ -106,8 +136,16 @@ class Contender:
             w.calls.clear()
 
 
-def _models(n: int, policy: Any) -> tuple[ScriptedChatModel, list[ScriptedChatModel]]:
-    return ScriptedChatModel(policy=policy), [ScriptedChatModel(policy=_worker_policy) for _ in range(n)]
+def _count(model: ScriptedChatModel) -> int:
+    assert isinstance(model.policy, _Counted)
+    return model.policy.count
+
+
+def _models(n: int, policy: Any, script: Script) -> tuple[ScriptedChatModel, list[ScriptedChatModel]]:
+    def model(policy: Any) -> ScriptedChatModel:
+        return ScriptedChatModel(policy=_Counted(policy), latency=script.latency, record_calls=script.record_calls)
+
+    return model(policy), [model(_worker_policy(script)) for _ in range(n)]
 
 
 class Ours(Contender):
@@ -266,10 +304,11 @@ _CLASSES: dict[str, tuple[type[Any], Any]] = {
 }
 
 
-async def build(name: str, n: int, storage: Storage) -> Contender:
+async def build(name: str, n: int, storage: Storage, script: Script | None = None) -> Contender:
     """Contender `name` ("ours", "incumbent", "floor") for `n` delegations per run."""
     cls, policy = _CLASSES[name]
-    supervisor, workers = _models(n, policy(n))
-    contender = cls(n, storage, supervisor, workers)
+    script = script or Script()
+    supervisor, workers = _models(n, policy(n, script), script)
+    contender = cls(n, storage, supervisor, workers, script)
     await contender.setup()
     return contender  # type: ignore[no-any-return]

@@ -15,12 +15,13 @@ import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench.contenders import build
 from bench.savers import Storage
 from bench.scenarios import TASK, run_checked
 
-__all__ = ["Profile", "ProfileEntry", "profile_ours"]
+__all__ = ["Profile", "ProfileEntry", "format_profile", "profile_from_dict", "profile_ours", "summarize"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT_DIRS = ("nodes", "supervisor_graph", "checkpointers")
@@ -112,6 +113,11 @@ async def profile_ours(n: int, kind: str, runs: int, workdir: Path, *, warmup: i
         wall = loop.time() - start
     finally:
         await contender.aclose()
+    return summarize(profiler, n=n, kind=kind, runs=runs, wall=wall, top=top)
+
+
+def summarize(profiler: cProfile.Profile, *, n: int, kind: str, runs: int, wall: float, top: int = 15) -> Profile:
+    """A `Profile` from a finished cProfile: own time by package, top project and overall functions."""
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     by_package: dict[str, float] = defaultdict(float)
     project = []
@@ -139,10 +145,17 @@ async def profile_ours(n: int, kind: str, runs: int, workdir: Path, *, warmup: i
     )
 
 
+def profile_from_dict(data: dict[str, Any]) -> Profile:
+    """The inverse of `dataclasses.asdict(profile)` (profiles cross process boundaries as JSON)."""
+    entries = ("project_by_tottime", "project_by_cumtime", "overall_by_tottime")
+    fields = {k: v for k, v in data.items() if k not in entries}
+    return Profile(**fields, **{k: [ProfileEntry(**e) for e in data.get(k, [])] for k in entries})
+
+
 def format_profile(p: Profile, *, packages: int = 12) -> str:
     per_run = 1000 / p.runs
     lines = [
-        f"ours, N={p.n}, {p.kind}: {p.runs} runs, {p.wall * per_run:.1f} ms/run under the profiler",
+        f"ours, N={p.n}, {p.kind}: {p.runs} runs, {p.wall * per_run:.1f} ms of wall time per run under the profiler",
         "",
         "own time by package (ms/run, share):",
     ]

@@ -11,24 +11,35 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from bench.agui import AguiResult
+from bench.concurrency import ConcurrencyRun
 from bench.contenders import CONTENDERS
 from bench.profiling import Profile, format_profile
 from bench.savers import Counts
-from bench.scenarios import Config, ContextGrowth, Conversation, TimingCell, WriteCount
-from bench.stats import median, p90, ratio
+from bench.scenarios import Config, ContextGrowth, Conversation, ConversationRun, TimingCell, WriteCount
+from bench.stats import median, p90, quantile, ratio
 
-__all__ = ["HEADINGS", "Results", "machine_info", "render", "write_chart"]
+__all__ = ["HEADINGS", "Results", "Target", "machine_info", "render", "targets", "write_chart"]
 
 ROOT = Path(__file__).resolve().parents[1]
+NOTES = Path(__file__).resolve().parent / "what_was_tried.md"  # hand-written, copied into RESULTS.md
 
 H_MACHINE = "## Machine"
+H_TARGETS = "## Targets"
 H_TIMING = "## Per-run wall time"
 H_WRITES = "## Checkpoint writes and bytes per delegation"
 H_CONTEXT = "## Supervisor context growth"
 H_CONVERSATION = "-turn conversation on sqlite"  # preceded by "## <turns>"
 H_PROFILE = "## Profile of ours"
-HEADINGS = (H_MACHINE, H_TIMING, H_WRITES, H_CONTEXT, H_CONVERSATION)
+H_CONCURRENCY = "## Concurrency"
+H_AGUI = "## AG-UI endpoint"
+H_TRIED = "## What was tried"
+HEADINGS = (H_MACHINE, H_TARGETS, H_TIMING, H_WRITES, H_CONTEXT, H_CONVERSATION, H_CONCURRENCY, H_AGUI, H_TRIED)
+TIMING_FLOOR_TARGET = 1.3
+TIMING_INCUMBENT_TARGET = 0.6
 CONVERSATION_TARGET = 1.2
+CONCURRENCY_TARGET = 1.3
+RSS_TARGET = 300 * 1024 * 1024
 
 
 @dataclass
@@ -38,8 +49,10 @@ class Results:
     timing: list[TimingCell] = field(default_factory=list)
     writes: list[WriteCount] = field(default_factory=list)
     context: list[ContextGrowth] = field(default_factory=list)
-    conversation: list[Conversation] = field(default_factory=list)
+    conversations: list[ConversationRun] = field(default_factory=list)
     profile: Profile | None = None
+    concurrency: ConcurrencyRun | None = None
+    agui: AguiResult | None = None
     elapsed: float = 0.0
 
 
@@ -117,11 +130,13 @@ def _table(header: list[str], rows: list[list[str]], *, numeric: bool = True) ->
 
 def _machine(r: Results) -> list[str]:
     cfg = r.config
-    mode = (
-        f"{'quick' if cfg.quick else 'full'}: {cfg.iterations} timed runs per contender per cell after "
-        f"{cfg.warmup} warm-up runs; {cfg.turn_repeats} conversation(s) of {cfg.turns} turns; "
-        f"total bench time {r.elapsed:.0f} s"
-    )
+    parts = [f"{cfg.iterations} timed runs per contender per cell after {cfg.warmup} warm-up runs"]
+    parts += [f"{c.repeats} conversation(s) of {c.turns} turns" for c in cfg.conversations]
+    if cfg.concurrency is not None:
+        parts.append(f"{cfg.concurrency.rounds} process(es) of {cfg.concurrency.runs} concurrent runs per contender")
+    if cfg.agui is not None:
+        parts.append(f"{cfg.agui.runs} AG-UI runs from {cfg.agui.clients} clients")
+    mode = f"{'quick' if cfg.quick else 'full'}: {'; '.join(parts)}; total bench time {r.elapsed:.0f} s"
     rows = [[k, v] for k, v in r.machine.items()] + [["Mode", mode]]
     return [H_MACHINE, "", *_table(["Item", "Value"], rows, numeric=False)]
 
@@ -299,54 +314,82 @@ def _context(r: Results) -> list[str]:
     return lines
 
 
-def _conversation(r: Results) -> list[str]:
-    cfg = r.config
-    w = min(cfg.window, cfg.turns)
+@dataclass
+class _ConvStats:
+    """One contender's figures in one conversation scenario."""
+
+    first: float  # median s/turn, first `window` turns of a fresh thread
+    last: float  # median s/turn, last `window` turns of the long thread
+    start: float  # median s/turn, the long thread's own first `window` turns
+    ratio: float  # last / first
+    ratio_cpu: float
+    growth_first: float | None  # stored bytes added per turn, first `window` turns
+    growth_last: float | None
+    growth_max: int | None  # the largest one turn added (a DeltaChannel snapshot shows here)
+    stored: int | None  # bytes of the long thread in the checkpoint tables
+    compact: float | None  # median database file after checkpoint + VACUUM
+
+
+def _conv_stats(c: Conversation, w: int) -> _ConvStats:
+    last = [t for turn in c.turn_times[-w:] for t in turn]
+    last_cpu = [t for turn in c.turn_cpu[-w:] for t in turn]
+    stored = [b for b in c.stored if b is not None]
+    growth = [b - a for a, b in zip(stored, stored[1:], strict=False)]
+    return _ConvStats(
+        first=median(c.fresh_times),
+        last=median(last),
+        start=median([t for turn in c.turn_times[:w] for t in turn]),
+        ratio=ratio(median(last), median(c.fresh_times)),
+        ratio_cpu=ratio(median(last_cpu), median(c.fresh_cpu)),
+        growth_first=median(growth[:w]) if growth else None,
+        growth_last=median(growth[-w:]) if growth else None,
+        growth_max=max(growth) if growth else None,
+        stored=stored[-1] - stored[0] if len(stored) > 1 else None,
+        compact=median([f.compact_bytes for f in c.footprints]) if c.footprints else None,
+    )
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def _conversation(run: ConversationRun) -> list[str]:
+    spec = run.spec
+    w = min(spec.window, spec.turns)
+    script = spec.script()
+    sizes = (
+        f"~{spec.user_bytes} B user messages"
+        if not (spec.worker_bytes or spec.final_bytes)
+        else f"user message, worker answer (the delegation's tool result) and final answer of ~{spec.user_bytes}, "
+        f"{len(script.worker_answer)} and {len(script.final_answer)} B (~{spec.text_per_turn / 1024:.1f} KB of "
+        "text per turn)"
+    )
     lines = [
-        f"## {cfg.turns}{H_CONVERSATION}",
+        f"## {spec.turns}{H_CONVERSATION}{spec.title}",
         "",
-        f"One thread per contender, {cfg.turns} calls with ~{cfg.message_bytes} B user messages and one "
-        f"delegation per turn, on `AsyncSqliteSaver`; {cfg.turn_repeats} conversation(s), each on a fresh "
-        f"database after a warm-up run on another thread. *First {w}*: the first {w} turns of a fresh "
-        f"thread (in a database of its own), run interleaved with the last {w} turns of the long thread so "
-        f"that both are measured side by side on a noisy machine; *at the start* is the long thread's own "
-        f"first {w} turns, measured earlier. Medians over all conversations; *CPU time* is the process's "
-        "CPU time per turn (all its threads), steadier than wall time when other processes compete for "
-        f"the CPU. Target for ours: last/first <= {CONVERSATION_TARGET}. Storage: bytes of the long thread in the checkpoint tables (all its "
-        f"namespaces), growth per turn over its first and last {w} turns (equal growth means linear "
-        f"storage), and the database file after the conversation (WAL included). The floor keeps "
-        "`MessagesState`'s plain `add_messages` channel, which stores the whole message list at every "
-        "checkpoint: it is a floor for time per run, not for storage.",
+        f"One thread per contender ({', '.join(spec.contenders)}), {spec.turns} turns with {sizes} and one "
+        f"delegation per turn, on `AsyncSqliteSaver`; {spec.repeats} conversation(s), each on a fresh "
+        f"database after a warm-up run on another thread (deleted before the database is measured). "
+        f"*First {w}*: the first {w} turns of a fresh thread (in a database of its own), run interleaved with "
+        f"the last {w} turns of the long thread so that both are measured side by side on a noisy machine; "
+        f"*at the start* is the long thread's own first {w} turns, measured earlier. Medians over all "
+        "conversations; *CPU time* is the process's CPU time per turn (all its threads), steadier than wall "
+        f"time when other processes compete for the CPU. Target for ours: last/first <= {CONVERSATION_TARGET}x.",
         "",
     ]
     rows = []
-    for c in r.conversation:
-        start = [t for turn in c.turn_times[:w] for t in turn]
-        last = [t for turn in c.turn_times[-w:] for t in turn]
-        q = ratio(median(last), median(c.fresh_times))
-        last_cpu = [t for turn in c.turn_cpu[-w:] for t in turn]
-        q_cpu = ratio(median(last_cpu), median(c.fresh_cpu))
-        stored = [b for b in c.stored if b is not None]
-        growth = [b - a for a, b in zip(stored, stored[1:], strict=False)]
-        total = stored[-1] - stored[0] if len(stored) > 1 else None
-        verdict = ""
-        if c.name == "ours":
-            verdict = "ok" if q <= CONVERSATION_TARGET else "over target"
+    for c in run.contenders:
+        st = _conv_stats(c, w)
         rows.append(
             [
                 c.name,
-                _ms(median(c.fresh_times)),
-                _ms(median(last)),
-                _x(q),
-                verdict,
-                _x(q_cpu),
-                _ms(median(start)),
-                _x(ratio(median(last), median(start))),
-                _bytes(median(growth[:w]) if growth else None),
-                _bytes(median(growth[-w:]) if growth else None),
-                _bytes(total),
-                _bytes(median(c.file_bytes) if c.file_bytes else None),
-                str(c.supervisor_input_last_turn),
+                _ms(st.first),
+                _ms(st.last),
+                _x(st.ratio),
+                _verdict(st.ratio <= CONVERSATION_TARGET) if c.name == "ours" else "",
+                _x(st.ratio_cpu),
+                _ms(st.start),
+                _x(ratio(st.last, st.start)),
             ]
         )
     lines += _table(
@@ -355,47 +398,393 @@ def _conversation(r: Results) -> list[str]:
             f"first {w} turns (ms/turn)",
             f"last {w} turns (ms/turn)",
             "last/first",
-            "target",
+            f"target <= {CONVERSATION_TARGET}x",
             "last/first, CPU time",
             f"first {w} at the start (ms/turn)",
             "last / at the start",
-            f"stored growth/turn, first {w}",
-            f"stored growth/turn, last {w}",
-            "stored for the thread",
-            "sqlite file after all turns",
-            "supervisor input at last turn (messages)",
         ],
         rows,
     )
+    target = spec.storage_target
+    lines += [
+        "",
+        "Storage. *Thread*: bytes of the long thread in the checkpoint tables (checkpoint + metadata blobs and "
+        f"pending writes, all its namespaces), and their growth per turn over its first and last {w} turns "
+        "(equal growth means linear storage), and the most one turn added (a turn that stores the whole "
+        "history, e.g. a `DeltaChannel` snapshot, shows there). *Tables*: the same over the whole database, with row counts. "
+        "*File as left*: the database file plus its write-ahead log when the savers closed; *file*: after "
+        "`PRAGMA wal_checkpoint(TRUNCATE)` and `VACUUM`, the real size"
+        + (f" (target for ours: <= {_bytes(target)})" if target else "")
+        + ". Medians over the conversations. The floor keeps `MessagesState`'s plain `add_messages` channel, "
+        "which stores the whole message list at every checkpoint: it is a floor for time per run, not for "
+        "storage.",
+        "",
+    ]
+    rows = []
+    for c in run.contenders:
+        st = _conv_stats(c, w)
+        fp = c.footprints
+        row = [
+            c.name,
+            _bytes(st.growth_first),
+            _bytes(st.growth_last),
+            _bytes(st.growth_max),
+            _bytes(st.stored),
+            _bytes(median([f.checkpoint_bytes for f in fp]) if fp else None),
+            _bytes(median([f.write_bytes for f in fp]) if fp else None),
+            _num(median([f.checkpoints for f in fp])) if fp else "n/a",
+            _num(median([f.writes for f in fp])) if fp else "n/a",
+            _bytes(median([f.file_bytes for f in fp]) if fp else None),
+            _bytes(st.compact),
+        ]
+        if target:
+            row.append(_verdict(st.compact is not None and st.compact <= target) if c.name == "ours" else "")
+        row += [_bytes(st.compact / spec.turns if st.compact is not None else None), str(c.supervisor_input_last_turn)]
+        rows.append(row)
+    header = [
+        "Contender",
+        f"thread growth/turn, first {w}",
+        f"thread growth/turn, last {w}",
+        "thread growth, largest turn",
+        "thread",
+        "tables: checkpoints",
+        "tables: writes",
+        "checkpoint rows",
+        "write rows",
+        "file as left",
+        "file",
+    ]
+    if target:
+        header.append(f"target <= {_bytes(target)}")
+    header += ["file per turn", "supervisor input at last turn (messages)"]
+    lines += _table(header, rows)
     return lines
+
+
+def _profile_block(p: Profile, heading: str, intro: str) -> list[str]:
+    return [heading, "", intro, "", "```text", format_profile(p), "```"]
 
 
 def _profile(r: Results) -> list[str]:
     p = r.profile
     if p is None:
         return []
-    return [
+    return _profile_block(
+        p,
         f"{H_PROFILE} (N={p.n}, {p.kind})",
-        "",
         "cProfile over the runs (profiler overhead included; an `async def`'s cumulative time counts only "
         "the time between its awaits). `python -m bench.profiling` prints the same for other settings.",
+    )
+
+
+def _concurrency(r: Results) -> list[str]:
+    run = r.concurrency
+    if run is None:
+        return []
+    spec = run.spec
+    names = [n for n in CONTENDERS if run.results.get(n)]
+    wall = {n: run.median_of(n, "wall") for n in names}
+    lines = [
+        f"{H_CONCURRENCY}: {spec.runs} runs at once, {spec.latency * 1000:.0f} ms model latency",
         "",
-        "```text",
-        format_profile(p),
-        "```",
+        f"Each contender in a fresh process (`python -m bench.concurrency <contender>`), {spec.rounds} "
+        f"process(es) per contender, interleaved; medians over them. In each: {spec.warmup} warm-up runs, then "
+        f"{spec.runs} runs started together with `asyncio.gather`, each on its own thread id, "
+        f"{spec.delegations} delegation per run, `InMemorySaver`, every model call sleeping "
+        f"{spec.latency * 1000:.0f} ms. *Ideal*: the model calls a run makes one after another "
+        f"({spec.model_calls}) x latency = {spec.ideal:.2f} s. *CPU*: the process's CPU time during the batch (steadier than wall time when other processes "
+        "compete for the cores; the batch is CPU-bound, so wall ~ CPU on a quiet machine); "
+        "*GC*: time in the cyclic garbage collector during the batch (part of CPU). *Run latency*: from a "
+        "run's first step to its end (quantiles in each process, median over the processes; the runs share "
+        "one CPU-bound event loop, so they all end near the end of the batch: a starved run would stand out "
+        "as a max far above p50). *Peak RSS*: the process's peak resident memory (`VmHWM`); "
+        "*baseline*: after imports, build and warm-up; *per run*: (peak - baseline) / runs, and what is still "
+        f"held after the batch (the checkpoints of {spec.runs} threads stay in memory) / runs. Targets for "
+        f"ours: wall <= {CONCURRENCY_TARGET}x the floor's, peak RSS <= {_bytes(RSS_TARGET)}, no run starved.",
+        "",
     ]
+    rows = []
+    for n in names:
+        res = run.results[n]
+        peak = run.median_of(n, "rss_peak")
+        p50, p99 = run.latency(n, 0.5), run.latency(n, 0.99)
+        is_ours = n == "ours"
+        rows.append(
+            [
+                n,
+                f"{wall[n]:.2f}",
+                " ".join(f"{x.wall:.2f}" for x in res),
+                _x(ratio(wall[n], spec.ideal)),
+                _x(ratio(wall[n], wall.get("floor", math.nan))),
+                _verdict(ratio(wall[n], wall.get("floor", math.nan)) <= CONCURRENCY_TARGET) if is_ours else "",
+                _x(ratio(wall[n], wall.get("incumbent", math.nan))),
+                f"{run.median_of(n, 'cpu'):.2f}",
+                _ms(run.median_of(n, "cpu") / spec.runs),
+                _x(ratio(run.median_of(n, "cpu"), run.median_of("floor", "cpu"))),
+                f"{run.median_of(n, 'gc_seconds'):.2f} ({ratio(run.median_of(n, 'gc_seconds'), run.median_of(n, 'cpu')):.0%})",
+                f"{p50:.2f} / {p99:.2f} / {run.latency(n, 1.0):.2f}",
+                _x(ratio(p99, p50)),
+                _bytes(peak),
+                _verdict(peak <= RSS_TARGET) if is_ours else "",
+                _bytes(run.median_of(n, "rss_baseline")),
+                _bytes(run.median_of(n, "peak_per_run")),
+                _bytes(run.median_of(n, "retained_per_run")),
+            ]
+        )
+    lines += _table(
+        [
+            "Contender",
+            "wall (s)",
+            "wall per process (s)",
+            "wall / ideal",
+            "wall / floor",
+            f"target <= {CONCURRENCY_TARGET}x",
+            "wall / incumbent",
+            "CPU (s)",
+            "CPU ms/run",
+            "CPU / floor",
+            "GC (s, share of CPU)",
+            "run latency p50 / p99 / max (s)",
+            "p99/p50",
+            "peak RSS",
+            f"target <= {_bytes(RSS_TARGET)}",
+            "baseline RSS",
+            "peak per run",
+            "held per run",
+        ],
+        rows,
+    )
+    if run.profile is not None:
+        lines += [""] + _profile_block(
+            run.profile,
+            "### Profile of ours under concurrency",
+            "One more process of ours under cProfile (profiler overhead included, so slower than above). "
+            "A CPU-bound batch: the model latency overlaps, the Python work per run does not. Time the "
+            "garbage collector takes is counted in whatever function allocated when it ran.",
+        )
+    return lines
 
 
-def _not_covered() -> list[str]:
+def _agui(r: Results) -> list[str]:
+    a = r.agui
+    if a is None:
+        return []
+    spec = a.spec
+    lines = [f"{H_AGUI}: {spec.clients} concurrent clients over loopback", ""]
+    if not a.available:
+        return lines + [
+            f"Not available: `{a.reason}`. The scenario starts `python -m bench.agui` (ours behind "
+            "`supervisor_graph.agui.add_agui_endpoint`, FastAPI on uvicorn) and reports here once that "
+            "module exists."
+        ]
+    per_run = ""
+    cells = [c for c in r.timing if c.kind == "memory" and c.n == spec.delegations]
+    if cells:
+        per_run = (
+            f" For reference, ours without HTTP, one run at a time (per-run wall time above, memory, "
+            f"N={spec.delegations}): {1 / median(cells[0].samples['ours']):.0f} runs/s."
+        )
+    lines += [
+        f"The server (`python -m bench.agui`): ours with {spec.delegations} delegation per run, "
+        f"{spec.latency * 1000:.0f} ms model latency, `InMemorySaver`, behind `add_agui_endpoint` in a "
+        "FastAPI app on uvicorn, in its own process on a free loopback port. The clients: one "
+        f"`httpx.AsyncClient` in the benchmark's process, {spec.clients} concurrent loops streaming POSTs "
+        f"of a `RunAgentInput` (a new thread per run) until {spec.runs} runs are done, after {spec.warmup} "
+        "warm-up runs. *First event*: request sent to the first SSE event; *run*: request sent to the "
+        "terminal event; each run is checked (success outcome, one tool result per delegation, the final "
+        "text). *Server CPU*: the server process's CPU time over the measured runs, per run (steadier than "
+        "runs/s on a busy machine). Client and server share the machine's cores." + per_run,
+        "",
+    ]
+    lines += _table(
+        [
+            "clients",
+            "runs",
+            "failed",
+            "runs/s",
+            "first event median (ms)",
+            "first event p90 (ms)",
+            "first event p99 (ms)",
+            "run median (ms)",
+            "run p99 (ms)",
+            "server CPU ms/run",
+            "events per run",
+            "server RSS after warm-up",
+            "server peak RSS",
+        ],
+        [
+            [
+                str(spec.clients),
+                str(len(a.run_time)),
+                str(len(a.errors)),
+                f"{a.runs_per_second:.1f}",
+                _ms(median(a.first_event)),
+                _ms(p90(a.first_event)),
+                _ms(quantile(a.first_event, 0.99)),
+                _ms(median(a.run_time)),
+                _ms(quantile(a.run_time, 0.99)),
+                _ms(a.server_cpu / len(a.run_time) if a.run_time else math.nan),
+                _num(median(a.events)) if a.events else "n/a",
+                _bytes(a.server_rss_start),
+                _bytes(a.server_rss_peak),
+            ]
+        ],
+    )
+    if a.errors:
+        lines += ["", f"First failures: {'; '.join(sorted(set(a.errors))[:3])}"]
+    return lines
+
+
+# -- targets --------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    what: str
+    target: str
+    measured: str
+    met: bool | None  # None: reported, no pass/fail
+
+
+def targets(r: Results) -> list[Target]:
+    out: list[Target] = []
+    if r.timing:
+        cells = [(f"{c.kind} N={c.n}", c.samples) for c in r.timing]
+        for other, limit in (("floor", TIMING_FLOOR_TARGET), ("incumbent", TIMING_INCUMBENT_TARGET)):
+            ratios = [(label, ratio(median(s["ours"]), median(s[other]))) for label, s in cells]
+            out.append(
+                Target(
+                    f"per-run median time, ours / {other}",
+                    f"<= {limit}x",
+                    ", ".join(f"{_x(q)} ({label})" for label, q in ratios),
+                    all(q <= limit for _, q in ratios),
+                )
+            )
+    ours_growth = [g for g in r.context if g.name == "ours"]
+    if ours_growth and ours_growth[0].added:
+        added = ours_growth[0].added
+        out.append(
+            Target(
+                "supervisor context growth per delegation",
+                "2 messages",
+                f"{_num(median(added))}",
+                all(a == 2 for a in added),
+            )
+        )
+    out += _write_targets(r)
+    for run in r.conversations:
+        w = min(run.spec.window, run.spec.turns)
+        for c in run.contenders:
+            if c.name != "ours":
+                continue
+            st = _conv_stats(c, w)
+            out.append(
+                Target(
+                    f"{run.spec.turns}-turn conversation: last {w} turns / first {w}",
+                    f"<= {CONVERSATION_TARGET}x",
+                    _x(st.ratio),
+                    st.ratio <= CONVERSATION_TARGET,
+                )
+            )
+            if run.spec.storage_target:
+                out.append(
+                    Target(
+                        f"{run.spec.turns}-turn conversation: sqlite file after VACUUM",
+                        f"<= {_bytes(run.spec.storage_target)}",
+                        _bytes(st.compact),
+                        st.compact is not None and st.compact <= run.spec.storage_target,
+                    )
+                )
+    cr = r.concurrency
+    if cr is not None and cr.results.get("ours"):
+        spec = cr.spec
+        q = ratio(cr.median_of("ours", "wall"), cr.median_of("floor", "wall"))
+        peak = cr.median_of("ours", "rss_peak")
+        out += [
+            Target(f"{spec.runs} concurrent runs: wall, ours / floor", f"<= {CONCURRENCY_TARGET}x", _x(q), q <= CONCURRENCY_TARGET),
+            Target(f"{spec.runs} concurrent runs: peak RSS of ours", f"<= {_bytes(RSS_TARGET)}", _bytes(peak), peak <= RSS_TARGET),
+            Target(
+                f"{spec.runs} concurrent runs: no run starved",
+                "p99 run latency reported",
+                f"p50 {cr.latency('ours', 0.5):.2f} s, p99 {cr.latency('ours', 0.99):.2f} s, "
+                f"max {cr.latency('ours', 1.0):.2f} s (batch wall {cr.median_of('ours', 'wall'):.2f} s)",
+                None,
+            ),
+        ]
+    if r.agui is not None:
+        a = r.agui
+        measured = (
+            f"{a.runs_per_second:.1f} runs/s, first event median {_ms(median(a.first_event))} ms, "
+            f"p99 {_ms(quantile(a.first_event, 0.99))} ms"
+            if a.available
+            else "not available yet"
+        )
+        out.append(Target(f"AG-UI endpoint, {a.spec.clients} clients", "reported", measured, None))
+    return out
+
+
+def _write_targets(r: Results) -> list[Target]:
+    """Checkpoints and writes per delegation: ours <= the floor's (the bench agent sets no hooks)."""
+    ns = sorted({w.n for w in r.writes})
+    if len(ns) < 2:
+        return []
+    lo, hi = ns[0], ns[-1]
+    by = {(w.name, w.kind, w.n): w.counts for w in r.writes}
+    parts, ok = [], True
+    for kind in dict.fromkeys(w.kind for w in r.writes):
+        per = {}
+        for name in ("ours", "floor"):
+            a, b = by.get((name, kind, lo)), by.get((name, kind, hi))
+            if a is None or b is None:
+                return []
+            d = hi - lo
+            per[name] = ((b.checkpoints - a.checkpoints) / d, (b.writes - a.writes) / d, (b.total_bytes - a.total_bytes) / d)
+        ok = ok and per["ours"][0] <= per["floor"][0] and per["ours"][1] <= per["floor"][1]
+        parts.append(
+            f"{kind}: ours {_num(per['ours'][0])} checkpoints + {_num(per['ours'][1])} writes "
+            f"({_bytes(per['ours'][2])}), floor {_num(per['floor'][0])} + {_num(per['floor'][1])} "
+            f"({_bytes(per['floor'][2])})"
+        )
     return [
-        "## Not measured here yet",
-        "",
-        "From SPEC §18: storage over a 150-turn conversation (`python -m bench --turns 150` runs the "
-        "conversation scenario that long; add `--conversation-contenders ours,floor` to leave out the "
-        "incumbent, whose storage grows quadratically), 1,000 concurrent runs with 50 ms simulated model latency "
-        "(wall time against steps x latency, peak memory), and the AG-UI endpoint's throughput and "
-        "first-event latency.",
+        Target(
+            "checkpoint writes per delegation (no hooks set)",
+            "<= the floor's",
+            "; ".join(parts),
+            ok,
+        )
     ]
+
+
+def _targets(r: Results, found: list[Target]) -> list[str]:
+    rows = [
+        [t.what, t.target, t.measured, "reported" if t.met is None else _verdict(t.met)] for t in found
+    ]
+    note = " (quick run: the verdicts mean nothing)" if r.config.quick else ""
+    return [
+        H_TARGETS,
+        "",
+        f"Issue 7's targets, from the sections below{note}.",
+        "",
+        *_table(["Figure", "Target", "Measured", "Verdict"], rows, numeric=False),
+    ]
+
+
+def _what_was_tried(found: list[Target]) -> list[str]:
+    missed = [t for t in found if t.met is False]
+    lines = [H_TRIED, ""]
+    if missed:
+        lines += ["Targets missed in this run:", ""]
+        lines += [f"- {t.what}: {t.measured} (target {t.target})" for t in missed]
+        lines.append("")
+    notes = NOTES.read_text(encoding="utf-8").strip() if NOTES.is_file() else ""
+    if notes:
+        lines.append(notes)
+    else:
+        lines.append(
+            "_Design notes (what was tried, before/after figures, why a target cannot be met): to be written. "
+            f"Put them in `bench/{NOTES.name}`; `python -m bench` copies that file here on every run._"
+        )
+    return lines
 
 
 def render(r: Results) -> str:
@@ -404,17 +793,35 @@ def render(r: Results) -> str:
         "# Benchmark results" + (" (quick smoke run: not real numbers)" if cfg.quick else ""),
         "",
         "Written by `python -m bench" + (" --quick" if cfg.quick else "") + "` (SPEC §18). Three contenders make "
-        "the same model calls with zero-latency `ScriptedChatModel`s: **ours** (`supervisor_graph.Agent`), "
-        "the **incumbent** (`langgraph_supervisor.create_supervisor` over `create_react_agent` workers, "
-        "defaults) and the **floor** (a minimal hand-written `StateGraph`: a supervisor node and a worker "
-        "node). All use the same checkpointer kind in each measurement. Times are in ms.",
+        "the same model calls with `ScriptedChatModel`s (zero latency, except in the concurrency scenario): "
+        "**ours** (`supervisor_graph.Agent`), the **incumbent** (`langgraph_supervisor.create_supervisor` over "
+        "`create_react_agent` workers, defaults) and the **floor** (a minimal hand-written `StateGraph`: a "
+        "supervisor node and a worker node). All use the same checkpointer kind in each measurement. Times "
+        "are in ms unless stated.",
     ]
-    sections = [_machine(r), _timing(r), _writes(r), _context(r), _conversation(r), _profile(r), _not_covered()]
+    found = targets(r)
+    sections = [
+        _machine(r),
+        _targets(r, found),
+        _timing(r),
+        _writes(r),
+        _context(r),
+        *(_conversation(run) for run in r.conversations),
+        _profile(r),
+        _concurrency(r),
+        _agui(r),
+        _what_was_tried(found),
+    ]
     out = intro
     for section in sections:
         if section:
             out += ["", *section]
     return "\n".join(out) + "\n"
+
+
+def _color(name: str) -> str:
+    """The same colour for a contender in every panel."""
+    return f"C{CONTENDERS.index(name)}"
 
 
 def write_chart(r: Results, path: Path) -> bool:
@@ -426,24 +833,41 @@ def write_chart(r: Results, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    panels = 1 + len(r.conversations) + (r.concurrency is not None)
+    cols = 2
+    fig, axes = plt.subplots((panels + 1) // cols, cols, figsize=(12, 4.5 * ((panels + 1) // cols)), squeeze=False)
+    flat = list(axes.flat)
+    for ax in flat[panels:]:
+        ax.set_visible(False)
+    ax = flat[0]
     labels = [f"{c.kind}\nN={c.n}" for c in r.timing]
     width = 0.8 / len(CONTENDERS)
     for i, name in enumerate(CONTENDERS):
         xs = [j + (i - (len(CONTENDERS) - 1) / 2) * width for j in range(len(r.timing))]
         ys = [median(c.samples[name]) * 1000 for c in r.timing]
         errs = [(p90(c.samples[name]) - median(c.samples[name])) * 1000 for c in r.timing]
-        ax1.bar(xs, ys, width, yerr=[[0] * len(errs), errs], label=name, capsize=2)
-    ax1.set_xticks(range(len(r.timing)), labels)
-    ax1.set_ylabel("ms per run (median, whisker to p90)")
-    ax1.set_title("Per-run wall time")
-    ax1.legend()
-    for c in r.conversation:
-        ax2.plot(range(1, len(c.turn_times) + 1), [median(t) * 1000 for t in c.turn_times], label=c.name)
-    ax2.set_xlabel("turn")
-    ax2.set_ylabel("ms per turn (median over conversations)")
-    ax2.set_title(f"{r.config.turns}-turn conversation, sqlite")
-    ax2.legend()
+        ax.bar(xs, ys, width, yerr=[[0] * len(errs), errs], label=name, capsize=2, color=_color(name))
+    ax.set_xticks(range(len(r.timing)), labels)
+    ax.set_ylabel("ms per run (median, whisker to p90)")
+    ax.set_title("Per-run wall time")
+    ax.legend()
+    for ax, run in zip(flat[1:], r.conversations, strict=False):
+        for c in run.contenders:
+            ys = [median(t) * 1000 for t in c.turn_times]
+            ax.plot(range(1, len(ys) + 1), ys, label=c.name, color=_color(c.name))
+        ax.set_xlabel("turn")
+        ax.set_ylabel("ms per turn (median over conversations)")
+        ax.set_title(f"{run.spec.turns}-turn conversation, sqlite")
+        ax.legend()
+    if r.concurrency is not None:
+        cr = r.concurrency
+        ax = flat[1 + len(r.conversations)]
+        names = [n for n in CONTENDERS if cr.results.get(n)]
+        ax.bar(names, [cr.median_of(n, "wall") for n in names], color=[_color(n) for n in names])
+        ax.axhline(cr.spec.ideal, color="grey", linestyle="--", label=f"ideal ({cr.spec.ideal:.2f} s)")
+        ax.set_ylabel("s for the whole batch (median over processes)")
+        ax.set_title(f"{cr.spec.runs} concurrent runs, {cr.spec.latency * 1000:.0f} ms model latency")
+        ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -9,6 +9,7 @@ sizes `serde.dumps_typed` gives, which is what the sqlite saver stores.
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, fields
@@ -24,9 +25,12 @@ __all__ = [
     "Counts",
     "CountingInMemorySaver",
     "CountingSqliteSaver",
+    "SqliteFootprint",
     "Storage",
     "file_size",
     "open_saver",
+    "remove_sqlite",
+    "sqlite_footprint",
     "stored_bytes",
 ]
 
@@ -155,3 +159,44 @@ async def stored_bytes(saver: BaseCheckpointSaver, thread_id: str | None = None)
 def file_size(path: Path) -> int:
     """Size of a sqlite database with its write-ahead log, if any."""
     return sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+@dataclass(frozen=True)
+class SqliteFootprint:
+    """A closed sqlite database: its file as left, and after a WAL checkpoint and VACUUM."""
+
+    file_bytes: int  # database file plus write-ahead log, as the savers left them
+    compact_bytes: int  # the file after `PRAGMA wal_checkpoint(TRUNCATE)` and `VACUUM`
+    checkpoint_bytes: int  # length(checkpoint) + length(metadata) over the `checkpoints` table
+    write_bytes: int  # length(value) over the `writes` table
+    checkpoints: int  # rows of `checkpoints`
+    writes: int  # rows of `writes`
+
+    @property
+    def table_bytes(self) -> int:
+        return self.checkpoint_bytes + self.write_bytes
+
+
+def sqlite_footprint(path: Path) -> SqliteFootprint:
+    """Measure a database no connection holds open any more (compacts it in place)."""
+    raw = file_size(path)
+    conn = sqlite3.connect(path)
+    try:
+        (ckpt_bytes, ckpts), (write_bytes, writes) = (
+            conn.execute(query).fetchone()
+            for query in (
+                "SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0), count(*) FROM checkpoints",
+                "SELECT coalesce(sum(length(value)), 0), count(*) FROM writes",
+            )
+        )
+        for statement in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
+            conn.execute(statement)  # in WAL mode VACUUM writes to the log: checkpoint again
+    finally:
+        conn.close()
+    return SqliteFootprint(raw, file_size(path), int(ckpt_bytes), int(write_bytes), int(ckpts), int(writes))
+
+
+def remove_sqlite(path: Path) -> None:
+    """Delete a database file and its journals."""
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        p.unlink(missing_ok=True)

@@ -5,17 +5,33 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bench.contenders import CONTENDERS, FINAL_ANSWER, Contender, build
-from bench.savers import CountingInMemorySaver, CountingSqliteSaver, Counts, Storage, file_size, stored_bytes
+from bench.contenders import CONTENDERS, FINAL_ANSWER, PROMPT, WORKER_ANSWER, Contender, Script, build
+from bench.savers import (
+    CountingInMemorySaver,
+    CountingSqliteSaver,
+    Counts,
+    SqliteFootprint,
+    Storage,
+    remove_sqlite,
+    sqlite_footprint,
+    stored_bytes,
+)
+
+if TYPE_CHECKING:
+    from bench.agui import AguiSpec
+    from bench.concurrency import ConcurrencySpec
 
 __all__ = [
     "BenchError",
     "Config",
     "ContextGrowth",
     "Conversation",
+    "ConversationRun",
+    "ConversationSpec",
     "TimingCell",
     "WriteCount",
     "checkpoint_writes",
@@ -41,11 +57,9 @@ class Config:
     workdir: Path  # sqlite files go here
     delegations: tuple[int, ...] = (1, 5)
     kinds: tuple[str, ...] = ("memory", "sqlite")
-    turns: int = 40
-    turn_repeats: int = 3  # conversations per contender (fresh database each)
-    window: int = 5  # turns compared at the start and at the end
-    message_bytes: int = 1024
-    conversation_contenders: tuple[str, ...] = CONTENDERS
+    conversations: tuple[ConversationSpec, ...] = ()
+    concurrency: ConcurrencySpec | None = None
+    agui: AguiSpec | None = None
     profile_runs: int = 30
     progress: Callable[[str], None] = print
 
@@ -77,10 +91,11 @@ async def run_measured(contender: Contender, prompt: str, thread: str) -> tuple[
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     sup1, work1 = contender.call_counts()
     n = contender.n
-    if text != FINAL_ANSWER or sup1 - sup0 != n + 1 or work1 - work0 != n:
+    expected = contender.script.final_answer
+    if text != expected or sup1 - sup0 != n + 1 or work1 - work0 != n:
         raise BenchError(
-            f"{contender.name}: expected {n + 1} supervisor calls, {n} worker calls and {FINAL_ANSWER!r}; "
-            f"got {sup1 - sup0}, {work1 - work0} and {text!r}"
+            f"{contender.name}: expected {n + 1} supervisor calls, {n} worker calls and {expected[:40]!r}; "
+            f"got {sup1 - sup0}, {work1 - work0} and {text[:40]!r}"
         )
     return wall, cpu
 
@@ -206,7 +221,43 @@ async def context_growth(cfg: Config) -> list[ContextGrowth]:
     return out
 
 
-# -- a long conversation on sqlite -----------------------------------------------------------
+# -- long conversations on sqlite ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConversationSpec:
+    """One conversation scenario: `turns` calls on one thread, one delegation per turn.
+
+    Message sizes: the user message is `user_bytes`; the worker's answer (the tool result
+    the supervisor stores) and the supervisor's final answer are `worker_bytes` and
+    `final_bytes` of text, or the short default answers when 0.
+    """
+
+    title: str  # heading after "<turns>-turn conversation on sqlite"
+    label: str  # prefix of its database files
+    turns: int
+    repeats: int  # conversations per contender (fresh database each)
+    window: int  # turns compared at the start and at the end
+    contenders: tuple[str, ...]
+    user_bytes: int = 1024
+    worker_bytes: int = 0
+    final_bytes: int = 0
+    storage_target: int | None = None  # bytes the database file of ours may hold after the conversation
+
+    def script(self) -> Script:
+        return Script(
+            worker_answer=filler("Worker findings", self.worker_bytes) if self.worker_bytes else WORKER_ANSWER,
+            final_answer=filler("Summary for the user", self.final_bytes) if self.final_bytes else FINAL_ANSWER,
+        )
+
+    @property
+    def text_per_turn(self) -> int:
+        """Bytes of message text one turn adds to the conversation (user, call, result, answer)."""
+        s = self.script()
+        return self.user_bytes + len(PROMPT) + len(s.worker_answer) + len(s.final_answer)
+
+    def with_turns(self, turns: int) -> ConversationSpec:
+        return replace(self, turns=turns, window=min(self.window, max(1, turns // 2)))
 
 
 @dataclass
@@ -217,78 +268,94 @@ class Conversation:
     fresh_times: list[float]  # first `window` turns of a fresh thread, run alongside the last turns
     fresh_cpu: list[float]
     stored: list[int | None]  # bytes stored for the long thread: 0 before the first turn, then after each
-    file_bytes: list[int]  # database file size after the conversation, per repeat
+    footprints: list[SqliteFootprint]  # the database after the conversation, per repeat
     supervisor_input_last_turn: int  # messages in the supervisor's last input
 
 
+@dataclass
+class ConversationRun:
+    spec: ConversationSpec
+    contenders: list[Conversation]
+
+
+def filler(head: str, size: int) -> str:
+    """`size` characters of text starting with `head`."""
+    text = head + ": " + "lorem ipsum dolor sit amet " * (size // 27 + 1)
+    return text[:size]
+
+
 def user_message(turn: int, size: int) -> str:
-    head = f"Turn {turn}: please look into the following notes and delegate. "
-    filler = "lorem ipsum dolor sit amet " * (size // 27 + 1)
-    return (head + filler)[:size]
+    return filler(f"Turn {turn}: please look into the following notes and delegate", size)
 
 
-async def conversation(cfg: Config) -> list[Conversation]:
+async def conversation(cfg: Config, spec: ConversationSpec) -> ConversationRun:
     """One thread, `turns` calls with ~1 KB user messages, one delegation per turn.
 
     The last `window` turns are interleaved with the first `window` turns of a fresh
     thread (in a database of its own), so that "first" and "last" are measured side by
-    side and a noisy machine's drift does not pass for growth.
+    side and a noisy machine's drift does not pass for growth. The warm-up thread is
+    deleted before the database is measured, so the file holds the conversation only.
     """
-    names = cfg.conversation_contenders
+    names = spec.contenders
+    script = spec.script()
     results = {
-        name: Conversation(name, [[] for _ in range(cfg.turns)], [[] for _ in range(cfg.turns)], [], [], [], [], 0)
+        name: Conversation(name, [[] for _ in range(spec.turns)], [[] for _ in range(spec.turns)], [], [], [], [], 0)
         for name in names
     }
-    window = min(cfg.window, cfg.turns)
-    for rep in range(cfg.turn_repeats):
-        paths = {name: cfg.workdir / f"conversation-{rep}-{name}.db" for name in names}
-        fresh_paths = {name: cfg.workdir / f"conversation-{rep}-{name}-fresh.db" for name in names}
-        contenders = await _build_all(1, lambda name, paths=paths: Storage("sqlite", paths[name]), names)
-        fresh = {
-            c.name: c
-            for c in await _build_all(1, lambda name, paths=fresh_paths: Storage("sqlite", paths[name]), names)
-        }
-        last_rep = rep == cfg.turn_repeats - 1
+    window = min(spec.window, spec.turns)
+    for rep in range(spec.repeats):
+        paths = {name: cfg.workdir / f"{spec.label}-{rep}-{name}.db" for name in names}
+        fresh_paths = {name: cfg.workdir / f"{spec.label}-{rep}-{name}-fresh.db" for name in names}
+
+        async def build_on(paths: dict[str, Path]) -> list[Contender]:
+            return [await build(name, 1, Storage("sqlite", paths[name]), script) for name in names]
+
+        contenders = await build_on(paths)
+        fresh = {c.name: c for c in await build_on(fresh_paths)}
+        last_rep = rep == spec.repeats - 1
         thread = f"conversation-{rep}"
         try:
             for c in [*contenders, *fresh.values()]:  # opens connections, warms caches: not part of turn 1
                 await run_checked(c, TASK, f"warmup-{rep}")
                 c.forget_calls()
-            if last_rep:
-                for c in contenders:
+            for c in contenders:
+                await (await c.saver()).adelete_thread(f"warmup-{rep}")
+                if last_rep:
                     results[c.name].stored.append(0)
             gc.collect()
-            for turn in range(cfg.turns):
-                message = user_message(turn, cfg.message_bytes)
-                k = turn - (cfg.turns - window)  # >= 0: also run turn k of the fresh thread
+            for turn in range(spec.turns):
+                message = user_message(turn, spec.user_bytes)
+                k = turn - (spec.turns - window)  # >= 0: also run turn k of the fresh thread
                 for c in _rotated(contenders, turn):
                     res = results[c.name]
                     if k >= 0 and (turn + rep) % 2 == 0:
-                        await _fresh_turn(res, fresh[c.name], k, cfg, thread)
+                        await _fresh_turn(res, fresh[c.name], k, spec, thread)
                     wall, cpu = await run_measured(c, message, thread)
                     res.turn_times[turn].append(wall)
                     res.turn_cpu[turn].append(cpu)
                     if k >= 0 and (turn + rep) % 2 == 1:
-                        await _fresh_turn(res, fresh[c.name], k, cfg, thread)
+                        await _fresh_turn(res, fresh[c.name], k, spec, thread)
                     if last_rep:
-                        results[c.name].stored.append(await stored_bytes(await c.saver(), thread))
-                        if turn == cfg.turns - 1:
-                            results[c.name].supervisor_input_last_turn = len(c.supervisor.calls[-1])
+                        res.stored.append(await stored_bytes(await c.saver(), thread))
+                        if turn == spec.turns - 1 and c.supervisor.calls:
+                            res.supervisor_input_last_turn = len(c.supervisor.calls[-1])
                     c.forget_calls()
-                if (turn + 1) % 10 == 0 or turn + 1 == cfg.turns:
+                if (turn + 1) % 10 == 0 or turn + 1 == spec.turns:
                     cfg.progress(
-                        f"  conversation {rep + 1}/{cfg.turn_repeats} turn {turn + 1}/{cfg.turns}: "
+                        f"  conversation {rep + 1}/{spec.repeats} turn {turn + 1}/{spec.turns}: "
                         + ", ".join(f"{n} {results[n].turn_times[turn][-1] * 1000:.1f} ms" for n in names)
                     )
         finally:
             await _close_all([*contenders, *fresh.values()])
         for name, path in paths.items():
-            results[name].file_bytes.append(file_size(path))
-    return list(results.values())
+            results[name].footprints.append(sqlite_footprint(path))
+        for path in [*paths.values(), *fresh_paths.values()]:
+            remove_sqlite(path)  # the floor's file of a long conversation is large
+    return ConversationRun(spec, list(results.values()))
 
 
-async def _fresh_turn(res: Conversation, contender: Contender, k: int, cfg: Config, thread: str) -> None:
-    wall, cpu = await run_measured(contender, user_message(k, cfg.message_bytes), thread)
+async def _fresh_turn(res: Conversation, contender: Contender, k: int, spec: ConversationSpec, thread: str) -> None:
+    wall, cpu = await run_measured(contender, user_message(k, spec.user_bytes), thread)
     contender.forget_calls()
     res.fresh_times.append(wall)
     res.fresh_cpu.append(cpu)

@@ -15,6 +15,11 @@ HEADINGS = (
     "## Checkpoint writes and bytes per delegation",
     "## Supervisor context growth",
     "-turn conversation on sqlite",
+    "-turn conversation on sqlite, ~3 KB of text per turn",
+    "## Targets",
+    "## Concurrency",
+    "## AG-UI endpoint",
+    "## What was tried",
 )
 
 
@@ -33,3 +38,6 @@ def test_quick_benchmark_writes_its_report(tmp_path: Path) -> None:
     for heading in HEADINGS:
         assert heading in text, f"missing section {heading!r} in:\n{text[:2000]}"
     assert "| ours |" in text and "| incumbent |" in text and "| floor |" in text
+    # The AG-UI scenario either measured the endpoint or says cleanly why it could not.
+    agui = text[text.index("## AG-UI endpoint") :]
+    assert "runs/s" in agui or "Not available" in agui
