@@ -50,6 +50,15 @@ class DeltaHistoryCache:
 
     delta_channels: frozenset[str] = frozenset({"messages"})
     delta_cache_writes: int = 200_000  # writes kept in all threads together
+    # Integer channel versions instead of the savers' 52-character strings (a counter
+    # plus a random suffix), which make up half of every checkpoint. Only for savers that
+    # keep versions inside the checkpoint (sqlite, in-memory); Postgres keys blobs by them.
+    compact_versions: bool = False
+
+    def get_next_version(self, current: Any, channel: Any) -> Any:
+        if self.compact_versions and (current is None or isinstance(current, int)):
+            return (current or 0) + 1
+        return super().get_next_version(current, channel)  # type: ignore[misc]
 
     def _sg_threads(self) -> OrderedDict[str, _Thread]:
         threads = self.__dict__.get("_sg_delta_threads")
@@ -188,6 +197,6 @@ def _copy(history: DeltaChannelHistory) -> DeltaChannelHistory:
     return out
 
 
-def with_delta_cache(cls: type[BaseCheckpointSaver]) -> type[BaseCheckpointSaver]:
+def with_delta_cache(cls: type[BaseCheckpointSaver], *, compact_versions: bool = False) -> type[BaseCheckpointSaver]:
     """`cls` with the history cache mixed in (same constructor and class methods)."""
-    return type(f"Cached{cls.__name__}", (DeltaHistoryCache, cls), {})
+    return type(f"Cached{cls.__name__}", (DeltaHistoryCache, cls), {"compact_versions": compact_versions})

@@ -58,7 +58,7 @@ async def open_saver(storage: Any, stack: AsyncExitStack) -> BaseCheckpointSaver
     if kind == "saver":
         return storage  # type: ignore[no-any-return]
     if kind == "memory":
-        return with_delta_cache(InMemorySaver)()
+        return with_delta_cache(InMemorySaver, compact_versions=True)()
     if kind == "postgres":
         try:
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -77,7 +77,7 @@ async def open_saver(storage: Any, stack: AsyncExitStack) -> BaseCheckpointSaver
     if path != ":memory:":
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
     target = str(Path(path).expanduser()) if path != ":memory:" else path
-    saver_class: Any = with_delta_cache(AsyncSqliteSaver)
+    saver_class: Any = with_delta_cache(AsyncSqliteSaver, compact_versions=True)
     sqlite = await stack.enter_async_context(saver_class.from_conn_string(target))
     await sqlite.setup()
     return sqlite

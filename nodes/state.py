@@ -59,16 +59,23 @@ def _either(current: bool | None, more: bool | None) -> bool:
     return bool(current) or bool(more)
 
 
+# A full copy of the messages is stored every SNAPSHOT_EVERY writes to them (about 4 per
+# turn). Each copy is as big as the conversation, so frequent copies make storage grow
+# quadratically; loading replays the writes since the last copy, which this process's
+# history cache (checkpointers.delta_cache) mostly spares.
+SNAPSHOT_EVERY = 1000
+
+
 class SupervisorInput(TypedDict):
     """What a caller sends: new messages (LangGraph Studio's input form, `.as_tool()`)."""
 
-    messages: Annotated[list[AnyMessage], DeltaChannel(_add_message_batches)]
+    messages: Annotated[list[AnyMessage], DeltaChannel(_add_message_batches, snapshot_frequency=SNAPSHOT_EVERY)]
 
 
 class SupervisorState(TypedDict, total=False):
     """State of one agent's graph."""
 
-    messages: Annotated[list[AnyMessage], DeltaChannel(_add_message_batches)]
+    messages: Annotated[list[AnyMessage], DeltaChannel(_add_message_batches, snapshot_frequency=SNAPSHOT_EVERY)]
     # How the last run ended (written by whichever node ends it).
     finish_reason: str | None
     # Feedback from hooks waiting for the next supervisor turn (it cannot be added

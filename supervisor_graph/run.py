@@ -125,7 +125,7 @@ def ephemeral_saver() -> Any:
 
         from checkpointers.delta_cache import with_delta_cache
 
-        _ephemeral = with_delta_cache(InMemorySaver)()
+        _ephemeral = with_delta_cache(InMemorySaver, compact_versions=True)()
     return _ephemeral
 
 

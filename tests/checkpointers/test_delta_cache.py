@@ -77,3 +77,17 @@ async def test_later_turns_do_not_walk_the_database(tmp_path, monkeypatch) -> No
     assert len(await fresh.get_messages("w")) == 5 * 7
     await fresh.aclose()
     await memory.aclose()
+
+
+async def test_compact_versions_on_sqlite_and_memory(tmp_path) -> None:
+    for storage in (":memory:", f"file:{tmp_path / 'v.db'}"):
+        memory = Memory(storage=storage)
+        parent = agent(memory)
+        await parent.generate("one", memory={"thread": "v"})
+        await parent.generate("two", memory={"thread": "v"})
+        saver = await memory.checkpointer()
+        tup = await saver.aget_tuple({"configurable": {"thread_id": "v", "checkpoint_ns": ""}})
+        versions = tup.checkpoint["channel_versions"]
+        assert versions and all(isinstance(v, int) for v in versions.values())
+        assert len(await memory.get_messages("v")) == 10
+        await memory.aclose()
