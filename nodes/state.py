@@ -11,10 +11,11 @@ and resume and under LangGraph Studio, where callers send only `messages`.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
@@ -38,16 +39,25 @@ FEEDBACK_MARK = "supervisor_graph_feedback"
 
 
 def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> list[AnyMessage]:
-    # One `add_messages` pass over all batches: it is O(len(current)), and a thread's
-    # load replays every write since the last snapshot as one batch list.
-    if len(batches) == 1:
-        return add_messages(current, batches[0])  # type: ignore[arg-type,return-value]
+    """`add_messages` over every batch of a step (or of a thread's replay) at once.
+
+    The common case, new messages with fresh ids, is a plain append; anything else
+    (removals, replacements by id, message-like dicts or tuples) goes through
+    `add_messages` with its full semantics.
+    """
     flat: list[Any] = []
     for batch in batches:
         if isinstance(batch, list):
             flat.extend(batch)
         else:
             flat.append(batch)
+    if all(type(m) is not RemoveMessage and isinstance(m, BaseMessage) for m in flat):
+        for message in flat:
+            if message.id is None:
+                message.id = str(uuid.uuid4())
+        ids = {m.id for m in flat}
+        if len(ids) == len(flat) and ids.isdisjoint([m.id for m in current]):
+            return [*current, *flat]
     return add_messages(current, flat)  # type: ignore[arg-type,return-value]
 
 

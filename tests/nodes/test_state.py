@@ -1,0 +1,35 @@
+"""The message reducer keeps `add_messages` semantics with a fast path for appends."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+
+from nodes.state import _add_message_batches
+
+
+def test_appends_assign_ids_and_keep_order() -> None:
+    current = [HumanMessage("a", id="1")]
+    out = _add_message_batches(current, [[AIMessage("b")], HumanMessage("c")])
+    assert [m.content for m in out] == ["a", "b", "c"] and all(m.id for m in out)
+    assert current == [HumanMessage("a", id="1")]  # the input list is not changed
+
+
+def test_same_results_as_add_messages_for_replacements_and_removals() -> None:
+    base = [HumanMessage("a", id="1"), AIMessage("b", id="2"), HumanMessage("c", id="3")]
+    cases = [
+        [[AIMessage("b2", id="2")]],
+        [[RemoveMessage(id="1")], [HumanMessage("d", id="4")]],
+        [[HumanMessage("x", id="5"), HumanMessage("x2", id="5")]],
+        [[RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("fresh", id="9")]],
+        [[("user", "tuple message")]],
+    ]
+    for batches in cases:
+        expected = base
+        for batch in batches:
+            expected = add_messages(expected, batch)
+        got = _add_message_batches(list(base), batches)
+        assert [m.content for m in got] == [m.content for m in expected]
+        generated = any(isinstance(m, tuple) for batch in batches for m in batch)  # ids made up on the way
+        if not generated:
+            assert [m.id for m in got] == [m.id for m in expected]
