@@ -15,7 +15,7 @@ from supervisor_graph import Agent, Memory
 from supervisor_graph.examples import research_write
 from supervisor_graph.examples.research_write import PUBLISH_PROMPT, build_agents, topic_of
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NODES = {
     "supervisor",
     "tools",
