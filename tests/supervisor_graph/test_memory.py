@@ -126,8 +126,13 @@ async def test_two_runs_on_one_thread_are_refused(memory: Memory) -> None:
 
     slow = ScriptedChatModel(policy=lambda m: "slow", latency=0.3)
     parent = Agent(id="p", model=slow, memory=memory)
+    from supervisor_graph import run as run_module
+
     first = asyncio.ensure_future(parent.generate("a", memory={"thread": "busy"}))
-    await asyncio.sleep(0.05)
+    for _ in range(500):  # until the first run holds the thread
+        if any(thread == "busy" for _, thread in run_module._busy):
+            break
+        await asyncio.sleep(0.01)
     with pytest.raises(ThreadBusyError, match="busy"):
         await parent.generate("b", memory={"thread": "busy"})
     assert (await first).text == "slow"
