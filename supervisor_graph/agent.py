@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_langchain_tool
+from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from nodes.options import RunOptions
 from nodes.spec import DELEGATION_PREFIX
+from supervisor_graph.errors import SupervisorGraphError
 from supervisor_graph.memory import Memory
 from supervisor_graph.models import parse_model_string
 
@@ -52,6 +54,10 @@ class Agent(BaseModel):
     memory: Memory | None = None
     default_options: dict[str, Any] = Field(default_factory=dict)
     subagent_threads: Literal["per_delegation", "per_parent_thread"] = "per_delegation"
+    retry_policy: Any = Field(
+        default_factory=lambda: model_retry_policy(),
+        description="LangGraph RetryPolicy for this agent's model calls (None: no retries).",
+    )
 
     _graph: Any = PrivateAttr(default=None)
     _defaults: RunOptions | None = PrivateAttr(default=None)
@@ -107,6 +113,13 @@ class Agent(BaseModel):
                     f"subagents {seen[sub.id]!r} and {key!r} have the same id {sub.id!r}; ids must be unique"
                 )
             seen[sub.id] = key
+        return value
+
+    @field_validator("retry_policy")
+    @classmethod
+    def _retry_policy(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, RetryPolicy):
+            raise ValueError("retry_policy must be a langgraph.types.RetryPolicy or None")
         return value
 
     @field_validator("default_options")
@@ -269,6 +282,30 @@ class Agent(BaseModel):
         from supervisor_graph.run import stream_sync
 
         return stream_sync(self, prompt, **options)
+
+
+# Provider errors that say "try again" (OpenAI-compatible clients and others name them so).
+_TRANSIENT = frozenset(
+    {"RateLimitError", "APIConnectionError", "APITimeoutError", "InternalServerError", "ServiceUnavailableError",
+     "OverloadedError"}
+)
+
+
+def _retry_on(exc: Exception) -> bool:
+    """Only transient failures: lost connections, timeouts, rate limits, 5xx. Anything
+    else (a bad request, a guardrail, this library's own errors) fails at once."""
+    if isinstance(exc, SupervisorGraphError):
+        return False
+    if isinstance(exc, ConnectionError | TimeoutError) or type(exc).__name__ in _TRANSIENT:
+        return True
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return isinstance(status, int) and 500 <= status < 600
+
+
+def model_retry_policy() -> RetryPolicy:
+    """Default retries of a model call: 3 attempts, 0.5 s then 1 s apart (with jitter)."""
+    return RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=_retry_on)
 
 
 def _tool_from_callable(key: str | None, item: Any) -> BaseTool:

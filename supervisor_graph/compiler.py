@@ -103,6 +103,7 @@ def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSp
     builder.add_node(
         SUPERVISOR_NODE,
         make_supervisor_node(spec),
+        retry_policy=agent.retry_policy,
         destinations=(*fan_out, SUPERVISOR_NODE, ITERATION_NODE, TASK_COMPLETE_NODE, END),
     )
     builder.add_node(TOOLS_NODE, make_tools_node(spec), destinations=(SUPERVISOR_NODE,))

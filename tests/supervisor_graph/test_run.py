@@ -267,3 +267,40 @@ async def test_dynamic_instructions_and_model_read_the_request_context() -> None
     assert result.text == "system=Speak to experts"
     with pytest.raises(TypeError, match="must return a LangChain BaseChatModel"):
         await parent.generate("hi", request_context={"tier": "free"})
+
+
+async def test_transient_model_errors_are_retried() -> None:
+    from langgraph.types import RetryPolicy
+
+    flaky = ScriptedChatModel(responses=[ConnectionError("reset by peer"), "recovered"])
+    agent = Agent(id="p", model=flaky, retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.01, jitter=False))
+    assert (await agent.generate("go")).text == "recovered"
+    assert len(flaky.calls) == 2
+
+    bug = ScriptedChatModel(responses=[ValueError("bad request"), "never"])
+    with pytest.raises(ValueError, match="bad request"):
+        await Agent(id="p", model=bug).generate("go")  # programming errors are not retried
+    assert len(bug.calls) == 1
+
+    once = ScriptedChatModel(responses=[ConnectionError("reset"), "never"])
+    with pytest.raises(ConnectionError):
+        await Agent(id="p", model=once, retry_policy=None).generate("go")
+    with pytest.raises(ValueError, match="retry_policy"):
+        Agent(id="p", model=once, retry_policy=3)
+
+
+async def test_only_transient_errors_are_retried_by_default() -> None:
+    class Guardrail(Exception):
+        pass
+
+    class RateLimitError(Exception):
+        pass
+
+    blocked = ScriptedChatModel(responses=[Guardrail("blocked"), "never"])
+    with pytest.raises(Guardrail):
+        await Agent(id="p", model=blocked).generate("go")
+    assert len(blocked.calls) == 1
+
+    from supervisor_graph.agent import _retry_on
+
+    assert _retry_on(RateLimitError("slow down")) and _retry_on(TimeoutError()) and not _retry_on(KeyError("x"))
