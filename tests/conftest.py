@@ -24,6 +24,18 @@ def _pg_available() -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
+@pytest.fixture
+def example_nodes() -> set[str]:
+    """The nodes the research-and-write example graph must have (SPEC §4 names)."""
+    return {
+        "supervisor",
+        "tools",
+        "iteration",
+        "task_complete",
+        *(f"{key}{suffix}" for key in ("research_agent", "writing_agent") for suffix in ("", ".start", ".complete")),
+    }
+
+
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def storage(request: pytest.FixtureRequest, tmp_path) -> AsyncIterator[str]:
     """A storage URL for `Memory(storage=...)`, fresh for each test."""
