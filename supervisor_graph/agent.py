@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -149,6 +149,17 @@ class Agent(BaseModel):
         if update:
             return type(self).model_validate({name: getattr(copied, name) for name in type(self).model_fields})
         return copied
+
+    def agents_along(self, agent_path: Sequence[str]) -> list[Agent]:
+        """This agent and the subagents along `agent_path` (ids from this agent down, as a
+        chunk or a pause reports them), as far as they are known."""
+        agents = [self]
+        for agent_id in agent_path[1:]:
+            found = next((sub for sub in agents[-1].agents.values() if sub.id == agent_id), None)
+            if found is None:
+                break
+            agents.append(found)
+        return agents
 
     # -- compile and run -----------------------------------------------------
 

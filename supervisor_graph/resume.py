@@ -37,9 +37,7 @@ async def _locate(agent: Agent, run_id: str | None, memory: Any) -> tuple[Paused
     )
 
 
-async def pending_interrupts(agent: Agent, *, run_id: str | None = None, memory: Any = None) -> list[Interrupt]:
-    """The interrupts waiting on a paused run's thread."""
-    paused, options = await _locate(agent, run_id, memory)
+async def _interrupts(agent: Agent, paused: PausedRun | None, options: dict[str, Any]) -> list[Interrupt]:
     run = await _prepare(agent, None, options, resume=Command(resume=None), paused=paused)
     try:
         snapshot = await run.graph.aget_state(run.config)
@@ -48,11 +46,10 @@ async def pending_interrupts(agent: Agent, *, run_id: str | None = None, memory:
     return list(snapshot.interrupts)
 
 
-def _find_tool(agent: Agent, agent_path: list[str], tool_name: str) -> Any:
-    current = agent
-    for agent_id in agent_path[1:]:
-        current = next((sub for sub in current.agents.values() if sub.id == agent_id), current)
-    return current.tools.get(tool_name)
+async def pending_interrupts(agent: Agent, *, run_id: str | None = None, memory: Any = None) -> list[Interrupt]:
+    """The interrupts waiting on a paused run's thread."""
+    paused, options = await _locate(agent, run_id, memory)
+    return await _interrupts(agent, paused, options)
 
 
 def _check(agent: Agent, item: Interrupt, value: Any) -> Any:
@@ -66,7 +63,7 @@ def _check(agent: Agent, item: Interrupt, value: Any) -> Any:
     if kind == "suspend":
         if is_cancel(value):
             return value
-        tool = _find_tool(agent, list(payload.get("agent_path") or [agent.id]), str(payload.get("tool_name")))
+        tool = agent.agents_along(payload.get("agent_path") or [agent.id])[-1].tools.get(str(payload.get("tool_name")))
         schema: type[BaseModel] | None = (tool.metadata or {}).get("resume_schema") if tool is not None else None
         if schema is not None:
             try:
@@ -111,12 +108,7 @@ async def resume(
     """Resume a paused run with `answers` (interrupt id or tool call id -> value), or with
     `value` for its only pending item."""
     paused, located = await _locate(agent, run_id, memory)
-    probe = await _prepare(agent, None, {**options, **located}, resume=Command(resume=None), paused=paused)
-    try:
-        snapshot = await probe.graph.aget_state(probe.config)
-    finally:
-        probe.release()
-    items = list(snapshot.interrupts)
+    items = await _interrupts(agent, paused, {**options, **located})
     if kind is not None:
         items = [i for i in items if isinstance(i.value, Mapping) and i.value.get("kind") == kind]
     if not items:

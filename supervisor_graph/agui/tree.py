@@ -22,13 +22,7 @@ class AgentTree:
 
     def path(self, agent_path: tuple[str, ...]) -> list[Agent]:
         """The agents along `agent_path` (as far as they are known)."""
-        agents = [self.root]
-        for agent_id in agent_path[1:]:
-            sub = next((s for s in agents[-1].agents.values() if s.id == agent_id), None)
-            if sub is None:
-                break
-            agents.append(sub)
-        return agents
+        return self.root.agents_along(agent_path)
 
     def needs_approval(self, agent_path: tuple[str, ...], tool_name: str) -> bool:
         """Whether a call to `tool_name` by the agent at `agent_path` waits for approval
