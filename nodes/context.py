@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["AbortController", "AbortSignal", "RequestContext", "current_request_context", "is_aborted", "using_request_context"]
+__all__ = ["AbortController", "AbortSignal", "RequestContext", "current_request_context", "using_request_context"]
 
 
 class RequestContext:
@@ -103,10 +103,6 @@ class AbortController:
     def abort(self, reason: Any = None) -> None:
         self.signal.reason = reason
         self.signal._event.set()
-
-
-def is_aborted(signal: AbortSignal | asyncio.Event | None) -> bool:
-    return signal is not None and signal.is_set()
 
 
 _current: ContextVar[RequestContext | None] = ContextVar("supervisor_graph_request_context", default=None)

@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -67,7 +67,6 @@ RUN_IDENTITY_KEYS = frozenset({RUN_ID_KEY, THREAD_ID_KEY, RESOURCE_ID_KEY, DELEG
 
 DEFAULT_REJECTION = "The supervisor's delegation policy declined this delegation."
 
-HookName = Literal["on_delegation_start", "message_filter", "on_delegation_complete"]
 
 
 # -- hook contexts and results ------------------------------------------------------

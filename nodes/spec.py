@@ -81,7 +81,6 @@ class AgentSpec:
     delegation_tools: Mapping[str, str]
     subagent_ids: Mapping[str, str]
     defaults: RunOptions
-    approval_tools: frozenset[str] = frozenset()
     # tools without `execute`: the caller runs them
     client_tools: frozenset[str] = frozenset()
     # (id(model), with refs) -> (model, bound model); holding the model keeps its id

@@ -35,7 +35,6 @@ __all__ = [
     "CANCELLED_TEXT",
     "DECLINED_TEXT",
     "approval_answer",
-    "current_tool_call",
     "ended_by_cancel",
     "is_cancel",
     "make_tools_node",
@@ -72,11 +71,6 @@ class _SuspendCancelled(BaseException):
     tool's own `except Exception` cannot swallow it)."""
 
 _current_call: ContextVar[dict[str, Any] | None] = ContextVar("supervisor_graph_tool_call", default=None)
-
-
-def current_tool_call() -> dict[str, Any] | None:
-    """The tool call being executed (with its agent path and run id), inside a tool."""
-    return _current_call.get()
 
 
 def pause_payload(kind: str, call: ToolCall | Mapping[str, Any], handle: RunHandle, **extra: Any) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from nodes.task_complete import make_task_complete_node
 from nodes.tools import make_tools_node
 from supervisor_graph.agent import Agent, check_cycles
 from supervisor_graph.models import resolve_model_string
-from supervisor_graph.tools import is_client_tool, requires_approval
+from supervisor_graph.tools import is_client_tool
 
 __all__ = ["build_spec", "compile_agent", "delegation_tool_schema"]
 
@@ -87,7 +87,6 @@ def build_spec(agent: Agent) -> AgentSpec:
         delegation_tools={f"{DELEGATION_PREFIX}{key}": key for key in agent.agents},
         subagent_ids={key: sub.id for key, sub in agent.agents.items()},
         defaults=agent.defaults,
-        approval_tools=frozenset(name for name, tool in tools.items() if requires_approval(tool)),
         client_tools=frozenset(name for name, tool in tools.items() if is_client_tool(tool)),
     )
     if model is not None:
