@@ -9,7 +9,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from checkpointers.naming import NS_JOIN
+from supervisor_graph.checkpointers.naming import NS_JOIN
 
 __all__ = ["ThreadRecord", "list_threads", "OWN_KEYS"]
 

@@ -9,7 +9,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from checkpointers.delta_cache import with_delta_cache
+from supervisor_graph.checkpointers.delta_cache import with_delta_cache
 
 __all__ = ["describe", "is_shared_saver", "open_saver"]
 

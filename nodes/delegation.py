@@ -23,15 +23,15 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from nodes.context import RequestContext
-from nodes.events import Emitter
-from nodes.options import RunContext, RunHandle, RunOptions
-from nodes.references import assign_ref, ref_line
-from nodes.routing import SUPERVISOR_NODE, DelegationTask
-from nodes.scope import run_scope
-from nodes.spec import AgentSpec, maybe_await
-from nodes.supervisor import iteration_of_run
-from nodes.text import text_of
+from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.events import Emitter
+from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.references import assign_ref, ref_line
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, DelegationTask
+from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.spec import AgentSpec, maybe_await
+from supervisor_graph.nodes.supervisor import iteration_of_run
+from supervisor_graph.nodes.text import text_of
 
 __all__ = [
     "DELEGATION_HOOK_ERRORS",

@@ -16,14 +16,14 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field
 
-from nodes.delegation import validate_hook_result
-from nodes.options import RunContext
-from nodes.routing import SUPERVISOR_NODE, after_answer, dispatch, last_turn
-from nodes.scope import run_scope
-from nodes.spec import AgentSpec, maybe_await
-from nodes.state import SupervisorState, feedback_message
-from nodes.supervisor import end_update, finish_reason_of, iteration_of_run
-from nodes.text import text_of
+from supervisor_graph.nodes.delegation import validate_hook_result
+from supervisor_graph.nodes.options import RunContext
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, after_answer, dispatch, last_turn
+from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.spec import AgentSpec, maybe_await
+from supervisor_graph.nodes.state import SupervisorState, feedback_message
+from supervisor_graph.nodes.supervisor import end_update, finish_reason_of, iteration_of_run
+from supervisor_graph.nodes.text import text_of
 
 __all__ = ["IterationContext", "IterationResult", "make_iteration_node"]
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from nodes.context import AbortSignal, RequestContext
+from supervisor_graph.nodes.context import AbortSignal, RequestContext
 
 __all__ = [
     "DelegationOptions",
@@ -79,7 +79,7 @@ class RunOptions(BaseModel):
     def _task_complete(cls, value: Any) -> Any:
         if value is None:
             return None
-        from nodes.task_complete import TaskCompleteOptions
+        from supervisor_graph.nodes.task_complete import TaskCompleteOptions
 
         return TaskCompleteOptions.model_validate(value) if not isinstance(value, TaskCompleteOptions) else value
 

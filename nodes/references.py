@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from nodes.options import RunHandle
+from supervisor_graph.nodes.options import RunHandle
 
 __all__ = ["RefSpec", "assign_ref", "expand_refs", "ref_line"]
 

@@ -14,10 +14,10 @@ from langgraph.graph import END
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from nodes.options import RunHandle, RunOptions
-from nodes.references import RefSpec, expand_refs
-from nodes.spec import AgentSpec
-from nodes.state import is_run_input
+from supervisor_graph.nodes.options import RunHandle, RunOptions
+from supervisor_graph.nodes.references import RefSpec, expand_refs
+from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.state import is_run_input
 
 __all__ = [
     "DelegationArgs",

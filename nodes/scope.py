@@ -8,9 +8,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from nodes.context import RequestContext
-from nodes.options import RunContext, RunHandle, RunOptions
-from nodes.spec import AgentSpec
+from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.spec import AgentSpec
 
 __all__ = ["run_scope"]
 

@@ -16,8 +16,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from nodes.context import RequestContext
-from nodes.options import RunOptions
+from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.options import RunOptions
 
 __all__ = ["AgentSpec", "DELEGATION_PREFIX", "maybe_await", "with_refs_parameter"]
 

@@ -24,9 +24,9 @@ from langgraph.pregel._read import ChannelRead
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
-from checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
-from nodes.context import RequestContext
-from nodes.delegation import (
+from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
+from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.delegation import (
     RESOURCE_ID_KEY,
     RUN_ID_KEY,
     RUN_IDENTITY_KEYS,
@@ -37,14 +37,14 @@ from nodes.delegation import (
     model_view,
     result_message,
 )
-from nodes.events import Emitter
-from nodes.options import RunContext, RunHandle, RunOptions
-from nodes.routing import SUPERVISOR_NODE, complete_node, last_turn, unanswered
-from nodes.scope import run_scope
-from nodes.spec import AgentSpec
-from nodes.state import run_start, usage_of_run, zero_usage
-from nodes.text import text_of
-from nodes.tools import ended_by_cancel
+from supervisor_graph.nodes.events import Emitter
+from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, complete_node, last_turn, unanswered
+from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.state import run_start, usage_of_run, zero_usage
+from supervisor_graph.nodes.text import text_of
+from supervisor_graph.nodes.tools import ended_by_cancel
 
 __all__ = ["make_subagent_node", "text_of"]
 

@@ -12,9 +12,9 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
-from nodes.events import Emitter
-from nodes.options import RunContext, RunHandle, RunOptions
-from nodes.routing import (
+from supervisor_graph.nodes.events import Emitter
+from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.routing import (
     ITERATION_NODE,
     SUPERVISOR_NODE,
     after_answer,
@@ -23,10 +23,10 @@ from nodes.routing import (
     results_pending,
     unanswered,
 )
-from nodes.scope import run_scope
-from nodes.spec import AgentSpec
-from nodes.state import SupervisorState, feedback_message, is_run_input
-from nodes.text import reasoning_artifacts
+from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input
+from supervisor_graph.nodes.text import reasoning_artifacts
 
 __all__ = ["end_update", "finish_reason_of", "iteration_of_run", "make_supervisor_node", "model_input", "route_turn"]
 

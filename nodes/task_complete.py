@@ -19,13 +19,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field
 
-from nodes.context import RequestContext
-from nodes.options import RunContext
-from nodes.routing import SUPERVISOR_NODE, last_turn
-from nodes.scope import run_scope
-from nodes.spec import AgentSpec, maybe_await
-from nodes.state import SupervisorState, feedback_message, run_start
-from nodes.text import text_of
+from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.options import RunContext
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
+from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.spec import AgentSpec, maybe_await
+from supervisor_graph.nodes.state import SupervisorState, feedback_message, run_start
+from supervisor_graph.nodes.text import text_of
 
 __all__ = [
     "RunView",

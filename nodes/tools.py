@@ -23,12 +23,12 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, ValidationError
 
-from nodes.context import using_request_context
-from nodes.events import Emitter
-from nodes.options import RunContext, RunHandle
-from nodes.routing import SUPERVISOR_NODE, error_result, last_turn
-from nodes.scope import run_scope
-from nodes.spec import AgentSpec
+from supervisor_graph.nodes.context import using_request_context
+from supervisor_graph.nodes.events import Emitter
+from supervisor_graph.nodes.options import RunContext, RunHandle
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, error_result, last_turn
+from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.spec import AgentSpec
 
 __all__ = [
     "CANCEL_SUSPENDED",

@@ -15,8 +15,13 @@ Example:
     ('AI tutors adapt to students.', 'stop', 45)
 """
 
-from nodes.context import AbortController, AbortSignal, RequestContext
-from nodes.delegation import (
+from supervisor_graph.agent import Agent
+from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage
+from supervisor_graph.compiler import compile_agent
+from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, SupervisorGraphError, ThreadBusyError
+from supervisor_graph.memory import Memory, ThreadRecord
+from supervisor_graph.nodes.context import AbortController, AbortSignal, RequestContext
+from supervisor_graph.nodes.delegation import (
     DELEGATION_HOOK_ERRORS,
     RESOURCE_ID_KEY,
     RUN_ID_KEY,
@@ -26,14 +31,9 @@ from nodes.delegation import (
     DelegationStartContext,
     DelegationStartResult,
 )
-from nodes.iteration import IterationContext, IterationResult
-from nodes.options import DelegationOptions, MemoryOptions, RunContext, RunOptions
-from nodes.state import SupervisorState
-from supervisor_graph.agent import Agent
-from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage
-from supervisor_graph.compiler import compile_agent
-from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, SupervisorGraphError, ThreadBusyError
-from supervisor_graph.memory import Memory, ThreadRecord
+from supervisor_graph.nodes.iteration import IterationContext, IterationResult
+from supervisor_graph.nodes.options import DelegationOptions, MemoryOptions, RunContext, RunOptions
+from supervisor_graph.nodes.state import SupervisorState
 from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
 from supervisor_graph.scorers import Score, ScoringContext, TaskCompleteResult, create_rubric_scorer, create_scorer
 from supervisor_graph.tools import create_tool, current_request_context, suspend

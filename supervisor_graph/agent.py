@@ -12,11 +12,11 @@ from langchain_core.tools import tool as as_langchain_tool
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from nodes.options import RunOptions
-from nodes.spec import DELEGATION_PREFIX
 from supervisor_graph.errors import SupervisorGraphError
 from supervisor_graph.memory import Memory
 from supervisor_graph.models import parse_model_string
+from supervisor_graph.nodes.options import RunOptions
+from supervisor_graph.nodes.spec import DELEGATION_PREFIX
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph

@@ -42,12 +42,12 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.text import Text
 
-from nodes.tools import DECLINED_TEXT
 from supervisor_graph.agent import Agent
 from supervisor_graph.chunks import StreamChunk
 from supervisor_graph.errors import MissingAPIKeyError, SupervisorGraphError
 from supervisor_graph.memory import Memory
 from supervisor_graph.models import parse_model_string
+from supervisor_graph.nodes.tools import DECLINED_TEXT
 from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
 
 __all__ = ["EXIT_PAUSED", "CLIError", "load_agent", "main"]

@@ -21,18 +21,25 @@ from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from nodes.delegation import make_complete_node, make_start_node
-from nodes.iteration import make_iteration_node
-from nodes.options import RunContext
-from nodes.routing import ITERATION_NODE, SUPERVISOR_NODE, TASK_COMPLETE_NODE, TOOLS_NODE, complete_node, start_node
-from nodes.spec import DELEGATION_PREFIX, AgentSpec
-from nodes.state import SupervisorInput, SupervisorState
-from nodes.subagent import make_subagent_node
-from nodes.supervisor import make_supervisor_node
-from nodes.task_complete import make_task_complete_node
-from nodes.tools import make_tools_node
 from supervisor_graph.agent import Agent, check_cycles
 from supervisor_graph.models import resolve_model_string
+from supervisor_graph.nodes.delegation import make_complete_node, make_start_node
+from supervisor_graph.nodes.iteration import make_iteration_node
+from supervisor_graph.nodes.options import RunContext
+from supervisor_graph.nodes.routing import (
+    ITERATION_NODE,
+    SUPERVISOR_NODE,
+    TASK_COMPLETE_NODE,
+    TOOLS_NODE,
+    complete_node,
+    start_node,
+)
+from supervisor_graph.nodes.spec import DELEGATION_PREFIX, AgentSpec
+from supervisor_graph.nodes.state import SupervisorInput, SupervisorState
+from supervisor_graph.nodes.subagent import make_subagent_node
+from supervisor_graph.nodes.supervisor import make_supervisor_node
+from supervisor_graph.nodes.task_complete import make_task_complete_node
+from supervisor_graph.nodes.tools import make_tools_node
 from supervisor_graph.tools import is_client_tool
 
 __all__ = ["build_spec", "compile_agent", "delegation_tool_schema"]

@@ -11,10 +11,10 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 
-from checkpointers.naming import split_thread_id
-from checkpointers.threads import ThreadRecord, list_threads
-from checkpointers.urls import describe, is_shared_saver, open_saver
-from nodes.state import SupervisorState
+from supervisor_graph.checkpointers.naming import split_thread_id
+from supervisor_graph.checkpointers.threads import ThreadRecord, list_threads
+from supervisor_graph.checkpointers.urls import describe, is_shared_saver, open_saver
+from supervisor_graph.nodes.state import SupervisorState
 
 __all__ = ["Memory", "ThreadRecord"]
 

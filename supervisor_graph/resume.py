@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
-from nodes.tools import approval_answer, is_cancel
 from supervisor_graph.errors import NothingPendingError
+from supervisor_graph.nodes.tools import approval_answer, is_cancel
 from supervisor_graph.run import AgentStream, GenerateResult, PausedRun, _generate, _prepare, paused_runs
 
 if TYPE_CHECKING:

@@ -14,15 +14,21 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
-from nodes.context import RequestContext
-from nodes.delegation import DELEGATION_HOOK_ERRORS, RESOURCE_ID_KEY, RUN_ID_KEY, THREAD_ID_KEY, check_json
-from nodes.events import EVENT_KEY
-from nodes.options import RunContext, RunHandle, RunOptions, merge_options
-from nodes.routing import SUPERVISOR_NODE, last_turn
-from nodes.state import usage_of_run
-from nodes.text import text_of
 from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
 from supervisor_graph.errors import ThreadBusyError
+from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.delegation import (
+    DELEGATION_HOOK_ERRORS,
+    RESOURCE_ID_KEY,
+    RUN_ID_KEY,
+    THREAD_ID_KEY,
+    check_json,
+)
+from supervisor_graph.nodes.events import EVENT_KEY
+from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions, merge_options
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
+from supervisor_graph.nodes.state import usage_of_run
+from supervisor_graph.nodes.text import text_of
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
@@ -123,7 +129,7 @@ def ephemeral_saver() -> Any:
     if _ephemeral is None:
         from langgraph.checkpoint.memory import InMemorySaver
 
-        from checkpointers.delta_cache import with_delta_cache
+        from supervisor_graph.checkpointers.delta_cache import with_delta_cache
 
         _ephemeral = with_delta_cache(InMemorySaver, compact_versions=True)()
     return _ephemeral
@@ -256,7 +262,7 @@ def _new_messages(run: _Run, messages: Sequence[BaseMessage]) -> tuple[list[Base
         for i in range(len(messages) - 1, -1, -1):
             if messages[i].id == run.first_input_id:
                 return list(messages[i + run.input_count :]), i
-    from nodes.state import run_start
+    from supervisor_graph.nodes.state import run_start
 
     start = run_start(messages)
     return list(messages[start + 1 :]), start

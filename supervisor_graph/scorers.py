@@ -17,8 +17,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from nodes.spec import maybe_await
-from nodes.task_complete import Score, ScoringContext, TaskCompleteOptions, TaskCompleteResult
+from supervisor_graph.nodes.spec import maybe_await
+from supervisor_graph.nodes.task_complete import Score, ScoringContext, TaskCompleteOptions, TaskCompleteResult
 
 __all__ = [
     "CriterionVerdict",

@@ -9,8 +9,8 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
-from nodes.context import current_request_context
-from nodes.tools import suspend
+from supervisor_graph.nodes.context import current_request_context
+from supervisor_graph.nodes.tools import suspend
 
 __all__ = ["create_tool", "current_request_context", "is_client_tool", "requires_approval", "suspend"]
 

@@ -33,16 +33,16 @@ from ag_ui.core import (
 from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from checkpointers.naming import delegation_thread_id, stable_namespace
-from nodes.context import AbortController
 from supervisor_graph.agent import Agent
 from supervisor_graph.agui.events import Reopen, RunSettings, RunTranslator
 from supervisor_graph.agui.frontend import FrontendTools, InputError
 from supervisor_graph.agui.interrupts import MASTRA, SUPERVISOR_GRAPH, Pause, ResumeError, plan_resume
 from supervisor_graph.agui.messages import new_messages
 from supervisor_graph.agui.tree import AgentTree
+from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace
 from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, ThreadBusyError
 from supervisor_graph.memory import Memory
+from supervisor_graph.nodes.context import AbortController
 from supervisor_graph.resume import pending_interrupts, resume
 from supervisor_graph.run import AgentStream
 

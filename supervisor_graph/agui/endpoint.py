@@ -19,9 +19,9 @@ from ag_ui.encoder import EventEncoder
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from nodes.context import AbortController
 from supervisor_graph.agent import Agent
 from supervisor_graph.agui.agent import AGUIAgent
+from supervisor_graph.nodes.context import AbortController
 
 __all__ = ["KEEP_ALIVE", "add_agui_endpoint", "create_app", "serve"]
 

@@ -29,9 +29,9 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from nodes.state import is_run_input
 from supervisor_graph.agent import Agent
 from supervisor_graph.memory import Memory
+from supervisor_graph.nodes.state import is_run_input
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 from supervisor_graph.tools import create_tool
 

@@ -2,7 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from checkpointers.naming import delegation_thread_id, split_thread_id, stable_namespace, subagent_resource_id
+from supervisor_graph.checkpointers.naming import (
+    delegation_thread_id,
+    split_thread_id,
+    stable_namespace,
+    subagent_resource_id,
+)
 
 
 @pytest.mark.parametrize(

@@ -75,7 +75,7 @@ async def test_nodes_stop_at_their_next_step_when_the_signal_is_set() -> None:
     model = ScriptedChatModel(responses=[tool_call("stop_everything"), "never"])
     parent = Agent(id="p", model=model, tools=[stop_everything])
     graph = parent.graph
-    from nodes.options import RunContext, RunHandle, RunOptions
+    from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 
     handle = RunHandle(run_id="r1", agent_path=("p",), abort_signal=controller.signal)
     out = await graph.ainvoke(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
-from nodes.state import _add_message_batches
+from supervisor_graph.nodes.state import _add_message_batches
 
 
 def test_appends_assign_ids_and_keep_order() -> None:

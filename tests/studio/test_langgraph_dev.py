@@ -45,8 +45,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert LANGGRAPH.exists(), "langgraph-cli[inmem] is missing: pip install -e '.[dev]'"
     work = tmp_path_factory.mktemp("studio")
     shutil.copy(ROOT / "langgraph.json", work)
-    for package in ("supervisor_graph", "nodes", "checkpointers"):
-        shutil.copytree(ROOT / package, work / package, ignore=shutil.ignore_patterns("__pycache__"))
+    # copytree follows the supervisor_graph/nodes and supervisor_graph/checkpointers symlinks
+    shutil.copytree(ROOT / "supervisor_graph", work / "supervisor_graph", ignore=shutil.ignore_patterns("__pycache__"))
     port = _free_port()
     env = {
         **os.environ,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from langgraph.graph.state import CompiledStateGraph
 
-from nodes.options import RunContext
 from supervisor_graph import Agent, compile_agent
+from supervisor_graph.nodes.options import RunContext
 from supervisor_graph.testing import ScriptedChatModel
 
 
