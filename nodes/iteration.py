@@ -2,7 +2,8 @@
 
 Reached only when the run has the hook. It sees the turn just taken and may stop the
 loop (`continue: False`) or add feedback; with both after a turn that called tools,
-the model still gets one last turn to answer with the feedback.
+the model still gets one last turn to answer with the feedback, and that turn is a hard
+stop: tool calls made in it never run.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,7 +27,15 @@ from supervisor_graph.nodes.state import SupervisorState, feedback_message
 from supervisor_graph.nodes.supervisor import end_update, finish_reason_of, iteration_of_run
 from supervisor_graph.nodes.text import text_of
 
-__all__ = ["IterationContext", "IterationResult", "make_iteration_node"]
+__all__ = ["STOPPED_TOOL_TEXT", "IterationContext", "IterationResult", "make_iteration_node", "stopped_result"]
+
+STOPPED_TOOL_TEXT = (
+    "[Stopped] The run was stopped (on_iteration_complete returned continue: false) before this tool call ran."
+)
+
+
+def stopped_result(call: ToolCall) -> ToolMessage:
+    return ToolMessage(content=STOPPED_TOOL_TEXT, tool_call_id=call["id"] or "", name=call["name"], status="error")
 
 log = logging.getLogger("supervisor_graph")
 
@@ -72,13 +82,20 @@ def make_iteration_node(spec: AgentSpec) -> Any:
             except Exception as exc:  # noqa: BLE001 - a failing monitor must not end the run
                 log.warning("on_iteration_complete raised %s: %s; continuing", type(exc).__name__, exc)
 
+        feedback = [feedback_message(decision.feedback, "iteration")] if decision.feedback else []
+        answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
+        stop_at = state.get("stop_at")
+        if stop_at is not None and count >= stop_at:
+            # The feedback turn is a hard stop (SPEC §7): its tool calls never run, and
+            # each gets a result so the transcript stays valid for any provider.
+            stopped = [stopped_result(call) for call in ai.tool_calls if call["id"] not in answered]
+            return Command(update=end_update(state, "stop", [*stopped, *feedback]), goto=END)
+
         if not ai.tool_calls:
-            feedback = [feedback_message(decision.feedback, "iteration")] if decision.feedback else []
             if decision.feedback and decision.continue_:
                 return Command(update={"messages": feedback}, goto=SUPERVISOR_NODE)
             return Command(update=end_update(state, reason, feedback), goto=after_answer(opts))
 
-        answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
         sends, errors = dispatch(spec, opts, handle, ai, answered)
         update: dict[str, Any] = {}
         if errors:

@@ -302,7 +302,8 @@ def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> Generate
     else:
         reason = values.get("finish_reason") or "stop"
     return GenerateResult(
-        text=text_of(last) if last is not None and not last.tool_calls and not aborted else "",
+        # a hard stop (SPEC §7) ends on a turn whose tool calls never ran: its text is the answer
+        text=text_of(last) if last is not None and (not last.tool_calls or reason == "stop") and not aborted else "",
         messages=new,
         usage=Usage(**usage_of_run(messages, start)),
         finish_reason=reason,

@@ -108,3 +108,25 @@ async def test_monitors_the_loop_it_is_given_to(store) -> None:
     seen = []
     await parent.generate("go", **store.call(on_iteration_complete=lambda ctx: seen.append(ctx.text)))
     assert seen == ["", "done"] and sub_seen == ["sub answer"]
+
+
+async def test_the_feedback_turn_is_a_hard_stop(store) -> None:
+    # A model that keeps delegating: the feedback turn's calls never run (SPEC §7).
+    model = ScriptedChatModel(policy=lambda m: delegate("w", "more"))
+    sub_model = ScriptedChatModel(policy=lambda m: "worked")
+    sub = Agent(id="w-agent", description="Works.", model=sub_model)
+    parent = Agent(id="p", model=model, agents={"w": sub}, memory=store.memory)
+    call = store.call(on_iteration_complete=lambda ctx: {"continue": False, "feedback": "Wrap up."}, max_steps=10)
+    result = await parent.generate("go", **call)
+    assert len(model.calls) == 2 and len(sub_model.calls) == 1
+    assert result.finish_reason == "stop" and result.text == ""
+    stored = await store.memory.get_messages(call["memory"]["thread"])
+    last_ai = [m for m in stored if m.type == "ai"][-1]
+    results = [m for m in stored if isinstance(m, ToolMessage)]
+    # every call has exactly one result: the first ran, the last turn's was stopped
+    assert {r.tool_call_id for r in results} == {c["id"] for m in stored if m.type == "ai" for c in m.tool_calls}
+    assert results[-1].tool_call_id == last_ai.tool_calls[0]["id"] and results[-1].content.startswith("[Stopped]")
+    # the thread continues with a valid transcript
+    model2 = ScriptedChatModel(responses=["fine"])
+    again = await parent.model_copy(update={"model": model2}).generate("next", memory=call["memory"])
+    assert again.text == "fine"
