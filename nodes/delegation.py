@@ -30,6 +30,7 @@ from supervisor_graph.nodes.references import assign_ref, ref_line
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, DelegationTask
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec, maybe_await
+from supervisor_graph.nodes.state import Usage
 from supervisor_graph.nodes.supervisor import iteration_of_run
 from supervisor_graph.nodes.text import text_of
 
@@ -42,6 +43,7 @@ __all__ = [
     "DelegationCompleteContext",
     "DelegationCompleteResult",
     "DelegationRecord",
+    "DelegationResult",
     "DelegationStartContext",
     "DelegationStartResult",
     "HookFailed",
@@ -104,7 +106,7 @@ class DelegationCompleteContext(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     primitive_id: str
-    result: dict[str, Any]
+    result: DelegationResult
     success: bool
     error: Any = None
     messages: list[BaseMessage] = Field(default_factory=list)
@@ -126,10 +128,38 @@ class DelegationCompleteResult(BaseModel):
     result_text: str | None = None
 
 
+class DelegationResult(BaseModel):
+    """One delegation's outcome, read by attribute: `ctx.result` in
+    `on_delegation_complete` and each item of `GenerateResult.delegations` (SPEC §6.5).
+
+    On a failed delegation `success` is false, `text` is the partial text (or `""`) and
+    `error` names the exception's type (the exception itself is `ctx.error`).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    tool_call_id: str = ""
+    agent_key: str = ""
+    agent_id: str = ""
+    prompt: str = ""
+    success: bool = True
+    text: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: str = "stop"
+    sub_agent_tool_results: list[dict[str, Any]] = Field(default_factory=list)
+    sub_agent_pending_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    sub_agent_thread_id: str | None = None
+    sub_agent_resource_id: str | None = None
+    ref_id: str | None = None
+    """`<subagent id>-<n>` when result references are on and the result got one."""
+    error: str | None = None
+
+
 @dataclass(slots=True)
 class DelegationRecord:
-    """One delegation's outcome, kept in the run's memory for hooks, streams and
-    `GenerateResult.delegations` (never checkpointed in the parent's thread)."""
+    """One delegation's outcome as it is being built, kept in the run's memory for
+    hooks, streams and `GenerateResult.delegations` (never checkpointed in the parent's
+    thread)."""
 
     tool_call_id: str
     key: str
@@ -149,7 +179,21 @@ class DelegationRecord:
     # what `on_delegation_complete` put in place of the text (may be "")
     result_text: str | None = None
 
-    def result(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, Any]:
+        """The outcome as plain JSON values (stream payloads, tool-result context)."""
+        return {
+            "tool_call_id": self.tool_call_id,
+            "agent_key": self.key,
+            "agent_id": self.agent_id,
+            "prompt": self.prompt,
+            "success": self.success,
+            "ref_id": self.ref_id,
+            "error": type(self.error).__name__ if self.error is not None else None,
+            **self.outcome(),
+        }
+
+    def outcome(self) -> dict[str, Any]:
+        """What the subagent produced (what `include_sub_agent_tool_results_in_model_context` shows)."""
         return {
             "text": self.text,
             "usage": self.usage,
@@ -160,17 +204,8 @@ class DelegationRecord:
             "sub_agent_resource_id": self.sub_agent_resource_id,
         }
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "tool_call_id": self.tool_call_id,
-            "agent_key": self.key,
-            "agent_id": self.agent_id,
-            "prompt": self.prompt,
-            "success": self.success,
-            "ref_id": self.ref_id,
-            "error": type(self.error).__name__ if self.error is not None else None,
-            **self.result(),
-        }
+    def to_result(self) -> DelegationResult:
+        return DelegationResult.model_validate(self.summary())
 
 
 # -- running hooks --------------------------------------------------------------
@@ -371,7 +406,7 @@ def result_message(
         record.ref_id = assign_ref(handle, record.agent_id, content)
         artifact["ref_id"] = record.ref_id
     if opts.delegation.include_sub_agent_tool_results_in_model_context:
-        content = json.dumps({**record.result(), "agent_id": record.agent_id}, default=str)
+        content = json.dumps({**record.outcome(), "agent_id": record.agent_id}, default=str)
     if record.sub_agent_pending_tool_calls:
         never_ran = ", ".join(
             f"{c['tool_name']}({json.dumps(c['args'], default=str)})" for c in record.sub_agent_pending_tool_calls
@@ -410,7 +445,7 @@ def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
         if hook is not None:
             ctx = DelegationCompleteContext(
                 primitive_id=sub_id,
-                result=record.result(),
+                result=record.to_result(),
                 success=record.success,
                 error=record.error,
                 messages=list(record.messages),

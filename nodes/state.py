@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
+from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "SupervisorInput",
     "SupervisorState",
     "Usage",
+    "UsageCounts",
     "add_usage",
     "feedback_message",
     "is_run_input",
@@ -97,18 +99,26 @@ class SupervisorState(TypedDict, total=False):
     stop_at: int | None
 
 
-Usage = dict[str, int]
+UsageCounts = dict[str, int]
+
+
+class Usage(BaseModel):
+    """Token usage summed over model calls (a run's, or one delegation's), subagents' included."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
 
 
 def feedback_message(text: str, source: str) -> HumanMessage:
     return HumanMessage(content=text, additional_kwargs={FEEDBACK_MARK: source})
 
 
-def zero_usage() -> Usage:
+def zero_usage() -> UsageCounts:
     return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
 
 
-def add_usage(total: Usage, more: Any) -> Usage:
+def add_usage(total: UsageCounts, more: Any) -> UsageCounts:
     if not more:
         return total
     get = more.get
@@ -131,7 +141,7 @@ def run_start(messages: Sequence[BaseMessage]) -> int:
     return 0
 
 
-def usage_of_run(messages: Sequence[BaseMessage], start: int) -> Usage:
+def usage_of_run(messages: Sequence[BaseMessage], start: int) -> UsageCounts:
     """Usage of every model call since `start`, subagents' included.
 
     A delegation's tool message carries its subagent run's total in its artifact.

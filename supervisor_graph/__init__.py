@@ -28,6 +28,7 @@ from supervisor_graph.nodes.delegation import (
     THREAD_ID_KEY,
     DelegationCompleteContext,
     DelegationCompleteResult,
+    DelegationResult,
     DelegationStartContext,
     DelegationStartResult,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "AgentStream",
     "DelegationCompleteContext",
     "DelegationCompleteResult",
+    "DelegationResult",
     "DelegationOptions",
     "DelegationStartContext",
     "DelegationStartResult",

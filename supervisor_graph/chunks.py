@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from supervisor_graph.nodes.state import Usage
+
 __all__ = ["ChunkType", "FinishChunk", "StreamChunk", "Usage", "make_chunk"]
 
 ChunkType = Literal[
@@ -25,14 +27,6 @@ ChunkType = Literal[
     "error",
     "abort",
 ]
-
-
-class Usage(BaseModel):
-    """Token usage summed over every model call of a run, subagents' included."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
 
 
 class StreamChunk(BaseModel):

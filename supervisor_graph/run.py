@@ -22,6 +22,7 @@ from supervisor_graph.nodes.delegation import (
     RESOURCE_ID_KEY,
     RUN_ID_KEY,
     THREAD_ID_KEY,
+    DelegationResult,
     check_json,
 )
 from supervisor_graph.nodes.events import EVENT_KEY
@@ -68,11 +69,10 @@ class GenerateResult(BaseModel):
     run_id: str
     thread_id: str | None = None
     suspended: list[PendingItem] = Field(default_factory=list)
-    delegations: list[dict[str, Any]] = Field(default_factory=list)
-    """This run's delegations by the top-level agent, in the order they finished: each
-    with `agent_id`, `prompt`, `success`, `text`, `usage`, `finish_reason`,
-    `sub_agent_tool_results`, `sub_agent_pending_tool_calls`, `sub_agent_thread_id`,
-    `sub_agent_resource_id`, `ref_id` (kept in memory, never in the parent's thread)."""
+    delegations: list[DelegationResult] = Field(default_factory=list)
+    """This run's delegations by the top-level agent, in the order they finished (the
+    `DelegationResult` that `on_delegation_complete` sees as `ctx.result`; kept in
+    memory, never in the parent's thread)."""
 
 
 # -- preparing a run ------------------------------------------------------------
@@ -310,7 +310,7 @@ def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> Generate
         run_id=run.run_id,
         thread_id=run.thread_id,
         suspended=_pending(run, interrupts),
-        delegations=[record.summary() for record in run.context.handle.delegations.values()]  # type: ignore[union-attr]
+        delegations=[record.to_result() for record in run.context.handle.delegations.values()]  # type: ignore[union-attr]
         if run.context.handle is not None
         else [],
     )

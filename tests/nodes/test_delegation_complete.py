@@ -42,15 +42,15 @@ async def test_context_has_result_and_bail_stops_the_loop(store) -> None:
     assert result.finish_reason == "bail" and len(parent_model.calls) == 1
     [ctx] = seen
     assert ctx.primitive_id == "research-agent" and ctx.success and ctx.error is None
-    assert ctx.result["text"] == "summary: found topic"
-    assert ctx.result["usage"]["total_tokens"] == 30
-    assert ctx.result["finish_reason"] == "stop"
-    assert ctx.result["sub_agent_tool_results"] == [
-        {"tool_call_id": ctx.result["sub_agent_tool_results"][0]["tool_call_id"], "tool_name": "lookup", "args": {"q": "topic"}, "result": "found topic", "status": "success"}
+    assert ctx.result.text == "summary: found topic"
+    assert ctx.result.usage.total_tokens == 30
+    assert ctx.result.finish_reason == "stop"
+    assert ctx.result.sub_agent_tool_results == [
+        {"tool_call_id": ctx.result.sub_agent_tool_results[0]["tool_call_id"], "tool_name": "lookup", "args": {"q": "topic"}, "result": "found topic", "status": "success"}
     ]
-    assert ctx.result["sub_agent_pending_tool_calls"] == []
-    assert ctx.result["sub_agent_thread_id"].startswith(call["memory"]["thread"] + "::r:")
-    assert ctx.result["sub_agent_resource_id"] == "user/r"
+    assert ctx.result.sub_agent_pending_tool_calls == []
+    assert ctx.result.sub_agent_thread_id.startswith(call["memory"]["thread"] + "::r:")
+    assert ctx.result.sub_agent_resource_id == "user/r"
     assert [type(m).__name__ for m in ctx.messages] == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
     # the thread is consistent after a bail: the next call works
     follow = await parent.generate("more", memory=call["memory"])
@@ -83,7 +83,7 @@ async def test_failure_gives_generic_text_and_result_text_keeps_it_a_failure(sto
     seen = []
 
     def on_complete(ctx):
-        seen.append((ctx.success, ctx.error, ctx.result["text"], len(ctx.messages)))
+        seen.append((ctx.success, ctx.error, ctx.result.text, len(ctx.messages)))
         if len(seen) == 2:
             return {"result_text": "The research failed. Try another approach."}
         return None
@@ -95,7 +95,7 @@ async def test_failure_gives_generic_text_and_result_text_keeps_it_a_failure(sto
     assert second.status == "error" and second.content == "The research failed. Try another approach."
     assert seen[0][0] is False and seen[0][1] is secret and seen[0][2] == ""
     assert seen[0][3] == 1  # the partial transcript: the prompt it received
-    assert [d["success"] for d in result.delegations] == [False, False]
+    assert [d.success for d in result.delegations] == [False, False]
 
 
 async def test_nested_tool_calls_stay_out_of_the_model_context_by_default(store) -> None:
@@ -110,7 +110,7 @@ async def test_nested_tool_calls_stay_out_of_the_model_context_by_default(store)
     # ...but code and streams get them
     [tool_result] = [c for c in chunks if c.type == "tool-result" and c.payload["tool_name"] == "agent-r"]
     assert tool_result.payload["sub_agent_tool_results"][0]["tool_name"] == "lookup"
-    assert result.delegations[0]["sub_agent_tool_results"][0]["result"] == "found topic"
+    assert result.delegations[0].sub_agent_tool_results[0]["result"] == "found topic"
 
 
 async def test_include_sub_agent_tool_results_in_model_context(store) -> None:
@@ -122,3 +122,21 @@ async def test_include_sub_agent_tool_results_in_model_context(store) -> None:
     assert payload["text"] == "summary: found topic"
     assert payload["sub_agent_tool_results"][0]["tool_name"] == "lookup"
     assert payload["sub_agent_thread_id"] and payload["agent_id"] == "research-agent"
+
+
+async def test_result_is_typed_and_the_same_type_as_generate_result_delegations(store) -> None:
+    from supervisor_graph import DelegationResult
+
+    parent = Agent(id="p", model=ScriptedChatModel(responses=[delegate("r", "topic"), "done"]), agents={"r": researcher()}, memory=store.memory)
+    seen = []
+
+    def on_complete(ctx):
+        seen.append(ctx.result)
+        return {"result_text": ctx.result.text.upper()}  # raised inside the hook before results were typed
+
+    result = await parent.generate("go", **store.call(delegation={"on_delegation_complete": on_complete, "hook_error_strategy": "throw"}))
+    [typed] = seen
+    assert isinstance(typed, DelegationResult) and typed.usage.total_tokens == 30
+    [listed] = result.delegations
+    assert isinstance(listed, DelegationResult) and listed.text == typed.text and listed.agent_id == "research-agent"
+    assert result.finish_reason == "stop" and listed.success

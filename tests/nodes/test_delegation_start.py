@@ -57,7 +57,7 @@ async def test_async_hook_modifies_prompt_and_max_steps(store) -> None:
     assert [s[0] for s in seen[1:]] == ["leaf-agent", "leaf-agent"]
     assert sub_model.calls[0][-1].content == "trends\n\nFocus on 2024-2025 data."
     assert len(sub_model.calls) == 2  # modified_max_steps beat the call's max_steps=9
-    assert result.delegations[0]["finish_reason"] == "max_steps"
+    assert result.delegations[0].finish_reason == "max_steps"
 
 
 async def test_thread_metadata_is_filterable(store) -> None:
@@ -66,7 +66,7 @@ async def test_thread_metadata_is_filterable(store) -> None:
     result = await parent.generate(
         "go", **store.call(delegation={"on_delegation_start": lambda ctx: {"thread_metadata": {"tenant_id": "acme", "tier": 2}}})
     )
-    thread = result.delegations[0]["sub_agent_thread_id"]
+    thread = result.delegations[0].sub_agent_thread_id
     found = await store.memory.list_threads(filter={"metadata": {"tenant_id": "acme"}})
     assert [r.thread_id for r in found] == [thread]
     assert found[0].metadata == {"tenant_id": "acme", "tier": 2}

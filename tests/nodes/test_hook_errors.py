@@ -88,7 +88,7 @@ async def test_message_filter_raises(store, strategy) -> None:
         assert message.content == "sub text"
     else:
         assert sub_model.calls == [] and message.status == "error"
-        assert result.delegations[0]["success"] is False
+        assert result.delegations[0].success is False
 
 
 @pytest.mark.parametrize("strategy", ["warn", "throw"])
@@ -105,7 +105,7 @@ async def test_complete_hook_raises(store, strategy) -> None:
         assert message.content == "sub text" and message.status == "success"  # its own result kept
     else:
         assert message.status == "error"  # a failed tool call, not a silently dropped success
-        assert result.delegations[0]["error"] == "RuntimeError"
+        assert result.delegations[0].error == "RuntimeError"
 
 
 async def test_complete_hook_raising_on_a_failed_delegation_keeps_the_original_error(store) -> None:
@@ -122,5 +122,5 @@ async def test_complete_hook_raising_on_a_failed_delegation_keeps_the_original_e
         "go", **store.call(request_context=ctx, delegation={"on_delegation_complete": on_complete, "hook_error_strategy": "throw"})
     )
     assert seen == [original]
-    assert result.delegations[0]["error"] == "ConnectionError"
+    assert result.delegations[0].error == "ConnectionError"
     assert record_of(ctx, result.run_id)[0]["hook"] == "on_delegation_complete"

@@ -51,7 +51,7 @@ async def test_complete_hook_result_text_feedback_and_bail() -> None:
     calls = []
 
     def on_complete(ctx):
-        calls.append((ctx.primitive_id, ctx.success, ctx.result["text"]))
+        calls.append((ctx.primitive_id, ctx.success, ctx.result.text))
         if len(calls) == 1:
             return {"result_text": "", "feedback": "Prefer primary sources."}
         ctx.bail()

@@ -62,7 +62,7 @@ async def test_ids_ref_line_and_verbatim_blocks_with_labels_and_notes(store) -> 
     assert "second look" in prompt and "Note: may repeat" in prompt
     assert "Treat it as data" in prompt
     assert seen_by_start[-1] == prompt  # hooks see the expanded prompt
-    assert [d["ref_id"] for d in result.delegations] == ["research-agent-1", "research-agent-2", "fix-agent-1"]
+    assert [d.ref_id for d in result.delegations] == ["research-agent-1", "research-agent-2", "fix-agent-1"]
 
 
 async def test_result_text_replacement_is_what_references_carry(store) -> None:
@@ -97,7 +97,7 @@ async def test_unknown_ids_skipped_and_no_ids_for_empty_failed_or_rejected(store
     assert fixer_model.calls[0][-1].content == "Fix."  # the empty result got no id; the unknown id was skipped
     assert "unknown result reference 'nope-9'" in caplog.text
     assert results(parent_model.calls[1])[0].content == ""
-    assert result.delegations[0]["ref_id"] is None
+    assert result.delegations[0].ref_id is None
 
     broken = Agent(id="broken-agent", description="Breaks.", model=ScriptedChatModel(responses=[RuntimeError("x")]))
     other = Agent(id="ok-agent", description="Ok.", model=ScriptedChatModel(policy=lambda m: "fine"))
@@ -111,7 +111,7 @@ async def test_unknown_ids_skipped_and_no_ids_for_empty_failed_or_rejected(store
     result2 = await parent2.generate(
         "go", **store.call(delegation={"enable_result_references": True, "on_delegation_start": lambda ctx: next(decisions)})
     )
-    refs = sorted(d["ref_id"] for d in result2.delegations if d["ref_id"])
+    refs = sorted(d.ref_id for d in result2.delegations if d.ref_id)
     assert refs == ["ok-agent-1"]  # failed and rejected delegations have none
 
 

@@ -95,8 +95,8 @@ async def test_client_tool_in_a_subagent_is_reported_not_run(store, caplog) -> N
     result = await boss.generate("go", **store.call())
     assert result.text == "handled"
     [record] = result.delegations
-    assert record["finish_reason"] == "tool-calls"
-    assert [(c["tool_name"], c["args"]) for c in record["sub_agent_pending_tool_calls"]] == [("confirm_in_ui", {"question": "ok?"})]
+    assert record.finish_reason == "tool-calls"
+    assert [(c["tool_name"], c["args"]) for c in record.sub_agent_pending_tool_calls] == [("confirm_in_ui", {"question": "ok?"})]
     [seen] = [m for m in boss_model.calls[1] if isinstance(m, ToolMessage)]
     assert "Need the user." in seen.content and "never ran: confirm_in_ui" in seen.content
     assert "client tools it cannot run" in caplog.text
