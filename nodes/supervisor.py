@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,19 +66,32 @@ def model_input(system: str, context: Sequence[BaseMessage], messages: Sequence[
     return out
 
 
-def _repair_invalid_calls(ai: AIMessage) -> tuple[AIMessage, list[ToolMessage]]:
-    """Calls whose arguments were not valid JSON become regular calls with an error
-    result, so the model sees what went wrong and the transcript stays well formed."""
-    if not ai.invalid_tool_calls:
-        return ai, []
-    repaired = list(ai.tool_calls)
-    errors = []
+def _repair_calls(ai: AIMessage) -> tuple[AIMessage, list[ToolMessage]]:
+    """The turn's tool calls made safe to run, and error results for those that cannot.
+
+    Calls whose arguments were not valid JSON become regular calls with an error
+    result, so the model sees what went wrong and the transcript stays well formed.
+    Every call gets an id of its own: a model that repeats an id (or gives none) would
+    otherwise have two calls answer one id.
+    """
+    calls: list[dict[str, Any]] = [dict(call) for call in ai.tool_calls]
+    details: dict[int, str] = {}
     for bad in ai.invalid_tool_calls:
-        call = {"name": bad.get("name") or "unknown", "args": {}, "id": bad.get("id") or "", "type": "tool_call"}
-        repaired.append(call)  # type: ignore[arg-type]
-        detail = bad.get("error") or f"arguments were not valid JSON: {json.dumps(bad.get('args'))[:200]}"
-        errors.append(error_result(call, f"malformed arguments for {call['name']}: {detail}"))
-    return ai.model_copy(update={"tool_calls": repaired, "invalid_tool_calls": []}), errors
+        details[len(calls)] = bad.get("error") or f"arguments were not valid JSON: {json.dumps(bad.get('args'))[:200]}"
+        calls.append({"name": bad.get("name") or "unknown", "args": {}, "id": bad.get("id") or "", "type": "tool_call"})
+    ids = [call["id"] for call in calls]
+    if not details and all(ids) and len(set(ids)) == len(ids):
+        return ai, []
+    seen: set[str] = set()
+    for call in calls:
+        base = call["id"] or f"call_{uuid.uuid4().hex[:24]}"
+        call["id"], n = base, 1
+        while call["id"] in seen:
+            n += 1
+            call["id"] = f"{base}-{n}"
+        seen.add(call["id"])
+    errors = [error_result(calls[i], f"malformed arguments for {calls[i]['name']}: {detail}") for i, detail in details.items()]
+    return ai.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []}), errors
 
 
 def finish_reason_of(ai: AIMessage) -> str:
@@ -126,7 +140,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         response = await model.ainvoke(model_input(system, handle.context_messages, history), config)
         if not isinstance(response, AIMessage):
             raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
-        response, errors = _repair_invalid_calls(response)
+        response, errors = _repair_calls(response)
 
         if emit.active:
             for call in response.tool_calls:

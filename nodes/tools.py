@@ -21,7 +21,7 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from supervisor_graph.nodes.context import using_request_context
 from supervisor_graph.nodes.events import Emitter
@@ -34,7 +34,9 @@ __all__ = [
     "CANCEL_SUSPENDED",
     "CANCELLED_TEXT",
     "DECLINED_TEXT",
+    "ToolCallInfo",
     "approval_answer",
+    "current_tool_call",
     "ended_by_cancel",
     "is_cancel",
     "make_tools_node",
@@ -71,6 +73,34 @@ class _SuspendCancelled(BaseException):
     tool's own `except Exception` cannot swallow it)."""
 
 _current_call: ContextVar[dict[str, Any] | None] = ContextVar("supervisor_graph_tool_call", default=None)
+
+
+class ToolCallInfo(BaseModel):
+    """The model's tool call that the running tool answers (`current_tool_call()`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """The call's id: stored with the model's message, so it is the same when the call
+    runs again after a retry, a resume or a restart. Use it as an idempotency key."""
+    name: str
+    args: dict[str, Any]
+
+
+def current_tool_call() -> ToolCallInfo:
+    """Inside a tool, the tool call it is answering.
+
+    Example:
+        >>> def execute(args):  # doctest: +SKIP
+        ...     payments.create(amount=args.amount, idempotency_key=current_tool_call().id)
+
+    Raises:
+        RuntimeError: called outside a tool run by an agent.
+    """
+    current = _current_call.get()
+    if current is None:
+        raise RuntimeError("current_tool_call() can only be called inside a tool while an agent runs")
+    return current["call"]  # type: ignore[no-any-return]
 
 
 def pause_payload(kind: str, call: ToolCall | Mapping[str, Any], handle: RunHandle, **extra: Any) -> dict[str, Any]:
@@ -152,6 +182,7 @@ def make_tools_node(spec: AgentSpec) -> Any:
         if result is None:
             token = _current_call.set(
                 {
+                    "call": ToolCallInfo(id=call["id"] or "", name=call["name"], args=call["args"]),
                     "payload": pause_payload("suspend", call, handle, namespace=graph_ns),
                     "resume_schema": (tool.metadata or {}).get("resume_schema"),
                 }

@@ -37,7 +37,7 @@ from supervisor_graph.nodes.options import DelegationOptions, MemoryOptions, Run
 from supervisor_graph.nodes.state import SupervisorState
 from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
 from supervisor_graph.scorers import Score, ScoringContext, TaskCompleteResult, create_rubric_scorer, create_scorer
-from supervisor_graph.tools import create_tool, current_request_context, suspend
+from supervisor_graph.tools import ToolCallInfo, create_tool, current_request_context, current_tool_call, suspend
 
 __all__ = [
     "DELEGATION_HOOK_ERRORS",
@@ -71,6 +71,7 @@ __all__ = [
     "SupervisorState",
     "ThreadBusyError",
     "ThreadRecord",
+    "ToolCallInfo",
     "Usage",
     "compile_agent",
     "Score",
@@ -80,5 +81,6 @@ __all__ = [
     "create_scorer",
     "create_tool",
     "current_request_context",
+    "current_tool_call",
     "suspend",
 ]

@@ -10,9 +10,17 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
 from supervisor_graph.nodes.context import current_request_context
-from supervisor_graph.nodes.tools import suspend
+from supervisor_graph.nodes.tools import ToolCallInfo, current_tool_call, suspend
 
-__all__ = ["create_tool", "current_request_context", "is_client_tool", "requires_approval", "suspend"]
+__all__ = [
+    "ToolCallInfo",
+    "create_tool",
+    "current_request_context",
+    "current_tool_call",
+    "is_client_tool",
+    "requires_approval",
+    "suspend",
+]
 
 
 def create_tool(

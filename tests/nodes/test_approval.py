@@ -185,3 +185,37 @@ async def test_resuming_inside_a_subagent_does_not_call_its_model_again(store) -
         done = await boss.approve_tool_call(run_id=result.run_id, **({"memory": call["memory"]} if call else {}))
         assert done.finish_reason == "stop"
         assert len(sub_model.calls) == before + 2  # the call after the tool result, not a repeat of the first
+
+
+async def test_current_tool_call_is_the_models_call_and_stable_across_a_restart(store, tmp_path) -> None:
+    from supervisor_graph import Memory, current_tool_call
+
+    seen = []
+
+    def execute(args: Payment) -> str:
+        seen.append(current_tool_call())
+        return f"paid {args.amount}"
+
+    pay = create_tool(id="pay", description="Pay.", input_schema=Payment, execute=execute, require_approval=True)
+
+    def build(memory) -> Agent:
+        model = ScriptedChatModel(policy=lambda m: "done" if isinstance(m[-1], ToolMessage) else tool_call("pay", {"amount": 3}))
+        return Agent(id="boss", model=model, tools=[pay], memory=memory)
+
+    call = store.call()
+    paused = await build(store.memory).generate("go", **call)
+    [item] = paused.suspended
+    # a new process would open the database afresh: so does this (sqlite); in-memory keeps its saver
+    memory = Memory(storage=store.memory.storage) if store.kind == "sqlite" else store.memory
+    try:
+        done = await build(memory).approve_tool_call(interrupt_id=item.interrupt_id, memory=call["memory"])
+    finally:
+        if memory is not store.memory:
+            await memory.aclose()
+    [info] = seen
+    assert done.text == "done"
+    assert (info.id, info.name, info.args) == (item.tool_call_id, "pay", {"amount": 3})
+    stored = await store.memory.get_messages(call["memory"]["thread"])
+    assert [c["id"] for m in stored if m.type == "ai" for c in m.tool_calls] == [info.id]
+    with pytest.raises(RuntimeError, match="inside a tool"):
+        current_tool_call()

@@ -118,6 +118,34 @@ async def test_malformed_json_arguments_become_tool_errors() -> None:
     assert [c["id"] for c in result.messages[0].tool_calls] == ["bad1"]
 
 
+async def test_duplicate_and_missing_tool_call_ids_are_made_unique_before_they_run() -> None:
+    ran = []
+
+    @tool
+    def note(text: str) -> str:
+        """Note."""
+        ran.append(text)
+        return f"noted {text}"
+
+    twice = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "note", "args": {"text": "a"}, "id": "same", "type": "tool_call"},
+            {"name": "note", "args": {"text": "b"}, "id": "same", "type": "tool_call"},
+            {"name": "note", "args": {"text": "c"}, "id": "", "type": "tool_call"},
+        ],
+        invalid_tool_calls=[{"name": "note", "args": "{bad", "id": "same", "error": None, "type": "invalid_tool_call"}],
+    )
+    model = ScriptedChatModel(responses=[twice, "ok"])
+    result = await Agent(id="p", model=model, tools=[note]).generate("go")
+    assert sorted(ran) == ["a", "b", "c"] and result.text == "ok"
+    ids = [c["id"] for c in result.messages[0].tool_calls]
+    assert len(set(ids)) == 4 and ids[:2] == ["same", "same-2"] and all(ids)
+    answers = {m.tool_call_id: m.content for m in tool_results(model.calls[-1])}
+    assert set(answers) == set(ids)  # each call answered exactly once
+    assert answers["same"] == "noted a" and answers["same-2"] == "noted b" and "malformed" in answers[ids[3]]
+
+
 async def test_max_steps_stops_the_loop() -> None:
     parent_model = ScriptedChatModel(policy=lambda m: delegate("w", "again"))
     parent = Agent(id="p", model=parent_model, agents={"w": worker("w-agent")})
