@@ -360,7 +360,7 @@ async def _run(
             if isinstance(outcome, int):
                 return outcome
             result = outcome
-            if not result.suspended:
+            if result.finish_reason != "suspended":  # client_tool items are the caller's, not the terminal's
                 break
             view.close()
             approvals: dict[str, Any] = {}  # kept when resume data has to be asked again

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
 from supervisor_graph.errors import ThreadBusyError
+from supervisor_graph.tools import is_client_tool
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
     DELEGATION_HOOK_ERRORS,
@@ -27,7 +28,7 @@ from supervisor_graph.nodes.delegation import (
 )
 from supervisor_graph.nodes.events import EVENT_KEY
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions, merge_options
-from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn, unanswered
 from supervisor_graph.nodes.state import usage_of_run
 from supervisor_graph.nodes.text import text_of
 
@@ -55,6 +56,12 @@ class PendingItem(BaseModel):
     namespace: str = ""
     """Checkpoint namespace of the graph whose tool paused (`""` for the top-level agent;
     a delegation's namespace otherwise, which tells concurrent delegations apart)."""
+
+    @property
+    def is_interrupt(self) -> bool:
+        """An approval or a suspended tool, answered by resuming the run; a `client_tool`
+        item is answered instead with a `ToolMessage` as the next call's prompt."""
+        return self.kind != "client_tool"
 
 
 class GenerateResult(BaseModel):
@@ -289,6 +296,23 @@ def _pending(run: _Run, interrupts: Sequence[Any]) -> list[PendingItem]:
     return items
 
 
+def _client_calls(run: _Run, messages: Sequence[BaseMessage]) -> list[PendingItem]:
+    """The top-level agent's client-tool calls its run ended on, for the caller to answer."""
+    tools = run.agent.tools
+    return [
+        PendingItem(
+            kind="client_tool",
+            tool_call_id=call["id"],
+            tool_name=call["name"],
+            args=call["args"],
+            agent_path=(run.agent.id,),
+            run_id=run.run_id,
+        )
+        for call in unanswered(messages)
+        if call["name"] in tools and is_client_tool(tools[call["name"]])
+    ]
+
+
 def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> GenerateResult:
     values = values or {}
     messages = values.get("messages") or []
@@ -309,7 +333,7 @@ def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> Generate
         finish_reason=reason,
         run_id=run.run_id,
         thread_id=run.thread_id,
-        suspended=_pending(run, interrupts),
+        suspended=_pending(run, interrupts) or (_client_calls(run, messages) if reason == "tool-calls" else []),
         delegations=[record.to_result() for record in run.context.handle.delegations.values()]  # type: ignore[union-attr]
         if run.context.handle is not None
         else [],
@@ -322,7 +346,7 @@ ABORTED_TOOL_TEXT = "[Aborted] The run was cancelled before this tool call finis
 async def _after(run: _Run, result: GenerateResult) -> None:
     """Remember a paused run; forget an ephemeral run's thread once it has ended."""
     configurable = run.config.get("configurable") or {}
-    if result.suspended:
+    if any(item.is_interrupt for item in result.suspended):
         paused_runs[run.run_id] = PausedRun(
             thread_id=configurable["thread_id"],
             saver=configurable["__pregel_checkpointer"],
@@ -481,6 +505,8 @@ class AgentStream:
             result = _result(run, last_values, aborted)
             await _after(run, result)
             for item in result.suspended:
+                if not item.is_interrupt:
+                    continue  # its tool-call chunk has been streamed; the caller answers it
                 kind = "tool-call-suspended" if item.kind == "suspend" else "tool-call-approval"
                 emit(make_chunk(kind, item.model_dump(), run.run_id, item.agent_path, item.namespace))
             self._result = result

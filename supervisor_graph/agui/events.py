@@ -378,8 +378,9 @@ class RunTranslator:
             events += [self._cancelled(inv) for inv in self.subagents.close_all()]
             return [*events, RunFinishedEvent(outcome=RunFinishedCancelledOutcome(), **done)]
         usage = self.usage.total()
-        if result.suspended:
-            pauses = [Pause.of_item(item) for item in result.suspended]
+        waiting = [item for item in result.suspended if item.is_interrupt]  # client tools end as pending_tool_call_ids
+        if waiting:
+            pauses = [Pause.of_item(item) for item in waiting]
             interrupts = [
                 p.interrupt(
                     self.s.dialect,

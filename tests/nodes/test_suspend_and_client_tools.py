@@ -78,6 +78,11 @@ async def test_client_tool_at_the_top_level_waits_for_the_caller(store) -> None:
     result = await agent.generate("go", **call)
     assert result.finish_reason == "tool-calls"
     assert isinstance(result.messages[-1], AIMessage) and result.messages[-1].tool_calls[0]["id"] == "ui-1"
+    [item] = result.suspended  # SPEC §5: a client_tool pending item
+    assert (item.kind, item.tool_call_id, item.tool_name, item.args, item.agent_path, item.run_id) == (
+        "client_tool", "ui-1", "confirm_in_ui", {"question": "ok?"}, ("solo",), result.run_id
+    )
+    assert not item.is_interrupt and item.interrupt_id is None
     answered = await agent.generate([ToolMessage(content="yes", tool_call_id="ui-1")], memory=call["memory"])
     assert answered.text == "user said yes"
 
