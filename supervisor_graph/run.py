@@ -16,7 +16,6 @@ from pydantic import BaseModel, Field, ValidationError
 
 from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
 from supervisor_graph.errors import ThreadBusyError
-from supervisor_graph.tools import is_client_tool
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
     DELEGATION_HOOK_ERRORS,
@@ -31,6 +30,7 @@ from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions, me
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn, unanswered
 from supervisor_graph.nodes.state import usage_of_run
 from supervisor_graph.nodes.text import text_of
+from supervisor_graph.tools import is_client_tool
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
