@@ -18,9 +18,9 @@ from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
 from supervisor_graph.errors import ThreadBusyError
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
-    DELEGATION_HOOK_ERRORS,
     RESOURCE_ID_KEY,
     RUN_ID_KEY,
+    RUN_IDENTITY_KEYS,
     THREAD_ID_KEY,
     DelegationResult,
     check_json,
@@ -169,6 +169,8 @@ async def _prepare(
         opts = RunOptions.model_validate(merge_options(agent.default_options, options))
     except ValidationError as exc:
         raise ValueError(f"invalid run options: {exc}") from None
+    # Check the input before the thread is taken: a refused call leaves it usable at once.
+    messages = _input_messages(prompt) if resume is None else []
     run_uuid = uuid.UUID(run_id) if run_id else uuid.uuid4()
     config: RunnableConfig = {"run_id": run_uuid, "recursion_limit": 10_000}
     thread_id = resource_id = None
@@ -193,6 +195,10 @@ async def _prepare(
         thread_id, resource_id = opts.memory.thread, opts.memory.resource
         config["configurable"] = {"thread_id": thread_id, "__pregel_checkpointer": saver}
         config["metadata"] = {"resource_id": resource_id or ""}
+        if agent.memory.kind in ("sqlite", "postgres") and opts.request_context is not None:
+            check_json(
+                {k: v for k, v in opts.request_context.to_dict().items() if k not in RUN_IDENTITY_KEYS}, "generate()"
+            )
         busy_key = (id(saver), thread_id)
         if busy_key in _busy:
             raise ThreadBusyError(
@@ -204,8 +210,6 @@ async def _prepare(
     if thread_id is not None:
         request_context.set(THREAD_ID_KEY, thread_id)
         request_context.set(RESOURCE_ID_KEY, resource_id)
-        if agent.memory is not None and agent.memory.kind in ("sqlite", "postgres"):
-            check_json({k: v for k, v in request_context.to_dict().items() if k != DELEGATION_HOOK_ERRORS}, "generate()")
     handle = RunHandle(
         run_id=str(run_uuid),
         agent_path=(agent.id,),
@@ -219,7 +223,6 @@ async def _prepare(
         graph_input: Any = resume
         first_id = None
     else:
-        messages = _input_messages(prompt)
         graph_input = {"messages": messages}
         first_id = messages[0].id
     return _Run(

@@ -139,6 +139,21 @@ async def test_two_runs_on_one_thread_are_refused(memory: Memory) -> None:
     assert (await parent.generate("c", memory={"thread": "busy"})).text == "slow"
 
 
+async def test_a_refused_call_leaves_the_thread_usable_at_once(memory: Memory) -> None:
+    parent = Agent(id="p", model=ScriptedChatModel(policy=lambda m: "ok"), memory=memory)
+    thread = {"thread": "refused", "resource": "u"}
+    for bad in ([], None, 42):
+        with pytest.raises(TypeError, match="prompt must be"):
+            await parent.generate(bad, memory=thread)
+        with pytest.raises(TypeError, match="prompt must be"):
+            await parent.stream(bad, memory=thread)
+    if memory.kind != "memory":  # durable storage keeps JSON request-context values only
+        with pytest.raises(TypeError, match="not JSON-serialisable"):
+            await parent.generate("x", memory=thread, request_context={"when": object()})
+    assert (await parent.generate("fine", memory=thread)).text == "ok"
+    assert [m.content for m in await memory.get_messages("refused")] == ["fine", "ok"]
+
+
 def test_storage_urls_are_validated() -> None:
     with pytest.raises(ValueError, match="storage"):
         Memory(storage="redis://localhost")
