@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, DeltaChannelHistory, PendingWrite
+from langgraph.checkpoint.base import BaseCheckpointSaver, PendingWrite
+
+from supervisor_graph.checkpointers.compat import WRITES_IDX_MAP, DeltaChannelHistory
 
 __all__ = ["DeltaHistoryCache", "with_delta_cache"]
 

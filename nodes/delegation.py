@@ -17,12 +17,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.pregel._read import ChannelRead
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
@@ -317,11 +316,6 @@ async def apply_message_filter(
         return messages
 
 
-def _durable(config: RunnableConfig) -> bool:
-    saver = (config.get("configurable") or {}).get("__pregel_checkpointer")
-    return saver is not None and not isinstance(saver, InMemorySaver)
-
-
 def check_json(values: dict[str, Any], where: str) -> None:
     """Request-context values must survive a durable checkpointer: JSON or a clear error."""
     for key, value in values.items():
@@ -346,7 +340,7 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
         if hook is None:  # options changed between the turn and this node: pass through
             return Command(goto=Send(key, task))
         tool_call_id = call["id"] or ""
-        messages = ChannelRead.do_read(config, select="messages", fresh=False) or []
+        messages = read_channel(config, "messages") or []
         child = handle.request_context.fork(RUN_IDENTITY_KEYS)
         ctx = DelegationStartContext(
             primitive_id=sub_id,
@@ -372,7 +366,7 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
             rejected = ToolMessage(content=f"[Delegation Rejected] {reason}", tool_call_id=tool_call_id, name=call["name"])
             return Command(update={"messages": [rejected]}, goto=SUPERVISOR_NODE)
         values = child.to_dict()
-        if _durable(config):
+        if handle.durable:
             check_json(values, f"on_delegation_start for {sub_id!r}")
         forward: DelegationTask = {
             **task,
@@ -471,7 +465,7 @@ def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
             if ctx.bailed:
                 update["bail"] = True
         message = result_message(opts, handle, record, call, artifact)
-        emit = Emitter(runtime, handle.agent_path, handle.run_id)
+        emit = Emitter(runtime, handle)
         if emit.active:
             emit(
                 "tool-result" if record.success else "tool-error",

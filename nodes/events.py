@@ -1,8 +1,9 @@
 """Stream events nodes write with LangGraph's stream writer (`stream_mode="custom"`).
 
 Each event is a plain dict `{"type", "payload", "agent_path", "run_id"}`; the run
-facade turns them into typed chunks. When nobody streams custom events LangGraph hands
-nodes a no-op writer, and `Emitter.active` lets nodes skip building payloads at all.
+facade turns them into typed chunks. A run whose caller reads no events (`generate()`)
+says so in its run handle, and `Emitter.active` lets nodes skip building payloads at
+all; graphs driven directly (Studio, `astream`) always emit.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import StreamWriter
 
+from supervisor_graph.nodes.options import RunHandle
+
 __all__ = ["EVENT_KEY", "Emitter"]
 
 # Key that marks a custom stream item as one of ours (other nodes of an embedding app
@@ -19,23 +22,19 @@ __all__ = ["EVENT_KEY", "Emitter"]
 EVENT_KEY = "supervisor_graph"
 
 
-def _no_op(_: Any) -> None:
-    return None
-
-
 class Emitter:
     __slots__ = ("writer", "agent_path", "run_id", "active")
 
-    def __init__(self, runtime: Runtime[Any] | None, agent_path: tuple[str, ...], run_id: str) -> None:
-        writer: StreamWriter = runtime.stream_writer if runtime is not None else _no_op
-        self.writer = writer
-        self.agent_path = agent_path
-        self.run_id = run_id
-        self.active = getattr(writer, "__name__", "") != "_no_op_stream_writer" and writer is not _no_op
+    def __init__(self, runtime: Runtime[Any] | None, handle: RunHandle) -> None:
+        self.writer: StreamWriter | None = runtime.stream_writer if runtime is not None else None
+        self.agent_path = handle.agent_path
+        self.run_id = handle.run_id
+        # `generate()` reads no events: nodes then skip building their payloads at all
+        self.active = handle.stream_events and self.writer is not None
 
     def __call__(self, type_: str, payload: dict[str, Any] | None = None) -> None:
         if self.active:
-            self.writer(
+            self.writer(  # type: ignore[misc]
                 {
                     EVENT_KEY: True,
                     "type": type_,

@@ -124,6 +124,10 @@ class RunHandle:
     # Result references of this run (SPEC §6.7): id -> text, and a counter per subagent.
     refs: dict[str, str] = field(default_factory=dict)
     ref_counts: dict[str, int] = field(default_factory=dict)
+    # False when the caller reads no stream events (`generate()`): nodes skip building them.
+    stream_events: bool = True
+    # The run's checkpointer is durable (sqlite, Postgres): what is checkpointed must be JSON.
+    durable: bool = False
 
     @property
     def root(self) -> RequestContext:

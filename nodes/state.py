@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
-from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel
 from typing_extensions import TypedDict
+
+from supervisor_graph.checkpointers.compat import DeltaChannel
 
 __all__ = [
     "FEEDBACK_MARK",

@@ -20,10 +20,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
-from langgraph.pregel._read import ChannelRead
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
+from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
@@ -114,13 +114,13 @@ def make_subagent_node(
         request_context.set(THREAD_ID_KEY, thread_id)
         request_context.set(RESOURCE_ID_KEY, resource_id)
 
-        emit = Emitter(runtime, handle.agent_path, handle.run_id)
+        emit = Emitter(runtime, handle)
         emit(
             "delegation-start",
             {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": prompt, "namespace": task_ns},
         )
         try:
-            parent_messages: list[BaseMessage] = ChannelRead.do_read(config, select="messages", fresh=False) or []
+            parent_messages: list[BaseMessage] = read_channel(config, "messages") or []
             chosen = await apply_message_filter(
                 opts, handle, [*handle.context_messages, *parent_messages], agent_id, prompt, tool_call_id
             )
@@ -133,6 +133,8 @@ def make_subagent_node(
                 thread_id=thread_id,
                 resource_id=resource_id,
                 root_context=handle.root,
+                stream_events=handle.stream_events,
+                durable=handle.durable,
             )
             sub_opts = _sub_options(opts, sub_spec.defaults, task.get("max_steps"), sub_handle)
             sub_config: RunnableConfig = {

@@ -132,7 +132,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
             reason = "max_steps" if stop_at is None else "stop"
             return Command(update={**end_update(state, reason, pending), **consumed}, goto=END)
 
-        emit = Emitter(runtime, handle.agent_path, handle.run_id)
+        emit = Emitter(runtime, handle)
         emit("step-start", {"iteration": iteration + 1})
         model = await spec.resolve_model(handle.request_context, opts.delegation.enable_result_references)
         system = await spec.resolve_instructions(handle.request_context)

@@ -164,7 +164,7 @@ def make_tools_node(spec: AgentSpec) -> Any:
     async def tools(payload: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         opts, handle = run_scope(spec, config, runtime)
         using_request_context(handle.request_context)
-        emit = Emitter(runtime, handle.agent_path, handle.run_id)
+        emit = Emitter(runtime, handle)
         call: ToolCall = payload["call"]
         tool = spec.tools[call["name"]]
         result: ToolMessage | None = None

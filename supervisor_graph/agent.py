@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,6 +20,7 @@ from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.graph.state import CompiledStateGraph
 
     from supervisor_graph.run import AgentStream, GenerateResult
@@ -60,6 +62,7 @@ class Agent(BaseModel):
     )
 
     _graph: Any = PrivateAttr(default=None)
+    _graphs: Any = PrivateAttr(default=None)
     _defaults: RunOptions | None = PrivateAttr(default=None)
 
     @field_validator("id")
@@ -137,14 +140,14 @@ class Agent(BaseModel):
                     f"{key!r}; rename the tool"
                 )
         check_cycles(self)
-        self._graph = None
+        self._graph = self._graphs = None
         self._defaults = None
         return self
 
     def model_copy(self, *, update: Any = None, deep: bool = False) -> Agent:
         """A copy, validated again when `update` is given (its caches start empty)."""
         copied = super().model_copy(update=update, deep=deep)
-        copied._graph = None
+        copied._graph = copied._graphs = None
         copied._defaults = None
         if update:
             return type(self).model_validate({name: getattr(copied, name) for name in type(self).model_fields})
@@ -182,6 +185,16 @@ class Agent(BaseModel):
         if self._graph is None:
             self._graph = self.compile()
         return self._graph
+
+    def graph_with(self, checkpointer: BaseCheckpointSaver) -> CompiledStateGraph:
+        """`graph` with `checkpointer` attached, made once per checkpointer (a copy of the
+        compiled graph: nodes, channels and bound models are shared)."""
+        if self._graphs is None:
+            self._graphs = weakref.WeakKeyDictionary()
+        graph = self._graphs.get(checkpointer)
+        if graph is None:
+            graph = self._graphs[checkpointer] = self.graph.copy(update={"checkpointer": checkpointer})
+        return graph  # type: ignore[no-any-return]
 
     async def generate(self, prompt: Any, **options: Any) -> GenerateResult:
         """Run to the end and return the result (options of SPEC §5)."""

@@ -48,6 +48,9 @@ class Memory:
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[BaseCheckpointSaver, AsyncExitStack]] = (
             weakref.WeakKeyDictionary()
         )
+        # a graph that reads this storage's threads, per checkpointer (messages are deltas
+        # that only a graph with the state's channels can replay)
+        self._readers: weakref.WeakKeyDictionary[BaseCheckpointSaver, Any] = weakref.WeakKeyDictionary()
         self._opening: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
@@ -85,12 +88,15 @@ class Memory:
 
     async def get_messages(self, thread_id: str) -> list[BaseMessage]:
         """The messages stored in a thread (a top-level one, or a `sub_agent_thread_id`)."""
-        global _READER
-        if _READER is None:
-            _READER = _reader()
         thread, ns = split_thread_id(thread_id)
-        config = {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "__pregel_checkpointer": await self.checkpointer()}}
-        snapshot = await _READER.aget_state(config)
+        saver = await self.checkpointer()
+        reader = self._readers.get(saver)
+        if reader is None:
+            global _READER
+            if _READER is None:
+                _READER = _reader()
+            reader = self._readers[saver] = _READER.copy(update={"checkpointer": saver})
+        snapshot = await reader.aget_state({"configurable": {"thread_id": thread, "checkpoint_ns": ns}})
         return list(snapshot.values.get("messages") or [])
 
     def list_threads_sync(self, filter: dict[str, Any] | None = None) -> list[ThreadRecord]:

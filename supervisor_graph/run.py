@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
@@ -91,6 +92,7 @@ _busy: set[tuple[int, str]] = set()
 class _Run:
     agent: Agent
     graph: Any
+    saver: Any
     input: Any
     config: RunnableConfig
     context: RunContext
@@ -176,13 +178,11 @@ async def _prepare(
     thread_id = resource_id = None
     busy_key = None
     durability = None
+    durable = False
     ephemeral = opts.memory is None and (paused is None or paused.ephemeral)
     if ephemeral:
         saver = paused.saver if paused is not None else ephemeral_saver()
-        config["configurable"] = {
-            "thread_id": paused.thread_id if paused is not None else f"ephemeral-{run_uuid}",
-            "__pregel_checkpointer": saver,
-        }
+        config["configurable"] = {"thread_id": paused.thread_id if paused is not None else f"ephemeral-{run_uuid}"}
         durability = "exit"
     elif opts.memory is None and paused is not None:
         opts = opts.model_copy(update={"memory": {"thread": paused.thread_id, "resource": paused.resource_id}})
@@ -193,9 +193,10 @@ async def _prepare(
             )
         saver = await agent.memory.checkpointer()
         thread_id, resource_id = opts.memory.thread, opts.memory.resource
-        config["configurable"] = {"thread_id": thread_id, "__pregel_checkpointer": saver}
+        config["configurable"] = {"thread_id": thread_id}
         config["metadata"] = {"resource_id": resource_id or ""}
-        if agent.memory.kind in ("sqlite", "postgres") and opts.request_context is not None:
+        durable = not isinstance(saver, InMemorySaver)
+        if durable and opts.request_context is not None:
             check_json(
                 {k: v for k, v in opts.request_context.to_dict().items() if k not in RUN_IDENTITY_KEYS}, "generate()"
             )
@@ -218,6 +219,7 @@ async def _prepare(
         thread_id=thread_id,
         resource_id=resource_id,
         root_context=request_context,
+        durable=durable,
     )
     if resume is not None:
         graph_input: Any = resume
@@ -227,7 +229,8 @@ async def _prepare(
         first_id = messages[0].id
     return _Run(
         agent=agent,
-        graph=agent.graph,
+        graph=agent.graph_with(saver),
+        saver=saver,
         input=graph_input,
         config=config,
         context=RunContext.for_run(opts, handle),
@@ -352,14 +355,14 @@ async def _after(run: _Run, result: GenerateResult) -> None:
     if any(item.is_interrupt for item in result.suspended):
         paused_runs[run.run_id] = PausedRun(
             thread_id=configurable["thread_id"],
-            saver=configurable["__pregel_checkpointer"],
+            saver=run.saver,
             ephemeral=run.ephemeral,
             resource_id=run.options.memory.resource if run.options.memory else None,
         )
         return
     paused_runs.pop(run.run_id, None)
     if run.ephemeral:
-        await configurable["__pregel_checkpointer"].adelete_thread(configurable["thread_id"])
+        await run.saver.adelete_thread(configurable["thread_id"])
 
 
 async def _repair_thread(run: _Run, reason: str = "abort") -> dict[str, Any] | None:
@@ -395,6 +398,8 @@ async def generate(agent: Agent, prompt: Any, **options: Any) -> GenerateResult:
 
 
 async def _generate(run: _Run) -> GenerateResult:
+    assert run.context.handle is not None
+    run.context.handle.stream_events = False  # nobody reads them: nodes skip building events
     try:
         values, aborted = await _until_aborted(
             run, run.graph.ainvoke(run.input, run.config, context=run.context, durability=run.durability)

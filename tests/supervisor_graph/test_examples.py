@@ -157,8 +157,8 @@ def test_module_graph_is_compiled_without_a_checkpointer(example_nodes: set[str]
 
 async def test_module_graph_runs_like_studio_runs_it() -> None:
     """The platform invokes the bare graph with its own checkpointer and no run context."""
-    config = {"configurable": {"thread_id": "studio", "__pregel_checkpointer": InMemorySaver()}}
-    graph = research_write.graph
+    config = {"configurable": {"thread_id": "studio"}}
+    graph = research_write.graph.copy(update={"checkpointer": InMemorySaver()})
     out = await graph.ainvoke({"messages": [{"role": "user", "content": "Research bees"}]}, config)
     assert out["messages"][-1].content.startswith("Here is your article on bees.")
     out = await graph.ainvoke({"messages": [{"role": "user", "content": "Research owls"}]}, config)

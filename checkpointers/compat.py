@@ -1,0 +1,31 @@
+"""The LangGraph surfaces this library needs that have no stable public equivalent.
+
+Everything the library takes from LangGraph beyond its public API comes through this
+module, so an upgrade that changes one of them breaks here, in one place, and
+`tests/checkpointers/test_compat.py` says which. The tested versions are pinned in
+`pyproject.toml` (`langgraph` and `langgraph-checkpoint`, minor versions).
+
+- `read_channel`: a node reached by `Send` gets the `Send` payload, not the graph
+  state; reading the parent's messages there (instead of copying them into every
+  checkpointed payload) needs Pregel's channel reader, `langgraph.pregel._read`.
+- `DeltaChannel` and the checkpointer's delta-history API (`DeltaChannelHistory`,
+  `WRITES_IDX_MAP`, and `BaseCheckpointSaver.aget_delta_channel_history`, which the
+  history cache in `delta_cache.py` overrides): messages stored as deltas, so storage
+  grows linearly with a conversation. LangGraph marks them beta.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import WRITES_IDX_MAP, DeltaChannelHistory
+from langgraph.pregel._read import ChannelRead
+
+__all__ = ["WRITES_IDX_MAP", "DeltaChannel", "DeltaChannelHistory", "read_channel"]
+
+
+def read_channel(config: RunnableConfig, channel: str) -> Any:
+    """The committed value of `channel` in the graph running the current node (no copy)."""
+    return ChannelRead.do_read(config, select=channel, fresh=False)

@@ -1,0 +1,77 @@
+"""The LangGraph surfaces behind `checkpointers/compat.py` still behave as the library
+expects. A failure here after an upgrade names the surface that changed."""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from importlib.metadata import version
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from langgraph.types import Send
+from typing_extensions import TypedDict
+
+from supervisor_graph.checkpointers import compat
+
+
+class FanState(TypedDict, total=False):
+    messages: list[Any]
+    seen: Annotated[list[int], operator.add]
+
+
+def _add(current: list[Any], batches: list[Any]) -> list[Any]:
+    return [*current, *(m for batch in batches for m in (batch if isinstance(batch, list) else [batch]))]
+
+
+class DeltaState(TypedDict):
+    messages: Annotated[list[Any], compat.DeltaChannel(_add, snapshot_frequency=1000)]
+
+
+def test_read_channel_reads_the_parent_state_inside_a_send_node() -> None:
+    def fan_out(state: FanState) -> list[Send]:
+        return [Send("worker", {"n": 1}), Send("worker", {"n": 2})]
+
+    def worker(payload: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        messages = compat.read_channel(config, "messages")
+        return {"seen": [payload["n"] * len(messages)]}
+
+    builder = StateGraph(FanState)
+    builder.add_node("worker", worker)
+    builder.add_conditional_edges(START, fan_out, ["worker"])
+    out = builder.compile().invoke({"messages": ["a", "b", "c"]})
+    assert sorted(out["seen"]) == [3, 6], "langgraph.pregel._read.ChannelRead.do_read changed"
+
+
+def test_delta_channel_keeps_messages_as_deltas() -> None:
+    params = inspect.signature(compat.DeltaChannel).parameters
+    assert "snapshot_frequency" in params, "DeltaChannel(reducer, snapshot_frequency=...) changed"
+
+    builder = StateGraph(DeltaState)
+    builder.add_node("reply", lambda state: {"messages": [AIMessage(f"turn {len(state['messages'])}")]})
+    builder.add_edge(START, "reply")
+    saver = InMemorySaver()
+    graph = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [HumanMessage("hi")]}, config)
+    out = graph.invoke({"messages": [HumanMessage("again")]}, config)
+    assert [m.content for m in out["messages"]] == ["hi", "turn 1", "again", "turn 3"]
+
+
+def test_delta_history_api_of_savers() -> None:
+    method = getattr(BaseCheckpointSaver, "aget_delta_channel_history", None)
+    assert method is not None, "BaseCheckpointSaver.aget_delta_channel_history is gone (delta_cache.py overrides it)"
+    params = inspect.signature(method).parameters
+    assert {"config", "channels"} <= set(params), "aget_delta_channel_history(config=, channels=) changed"
+    assert "writes" in compat.DeltaChannelHistory.__annotations__
+    assert {"__error__", "__interrupt__"} <= set(compat.WRITES_IDX_MAP), "WRITES_IDX_MAP changed"
+
+
+def test_installed_langgraph_is_a_tested_minor_version() -> None:
+    # pyproject pins these; a resolver that ignores the pin would otherwise run untested code
+    assert version("langgraph").startswith("1.2."), version("langgraph")
+    assert version("langgraph-checkpoint").startswith("4.3."), version("langgraph-checkpoint")
