@@ -16,7 +16,8 @@ from pydantic import BaseModel, ValidationError
 
 from supervisor_graph.errors import NothingPendingError
 from supervisor_graph.nodes.tools import approval_answer, is_cancel
-from supervisor_graph.run import AgentStream, GenerateResult, PausedRun, _generate, _prepare, paused_runs
+from supervisor_graph.paused import PausedRun
+from supervisor_graph.run import AgentStream, GenerateResult, _generate, _prepare, paused_runs
 
 if TYPE_CHECKING:
     from langgraph.types import Interrupt
@@ -29,11 +30,13 @@ __all__ = ["pending_interrupts", "resume"]
 async def _locate(agent: Agent, run_id: str | None, memory: Any) -> tuple[PausedRun | None, dict[str, Any]]:
     if memory is not None:
         return None, {"memory": memory}
-    if run_id is not None and run_id in paused_runs:
-        return paused_runs[run_id], {}
+    paused = paused_runs.get(run_id) if run_id is not None else None
+    if paused is not None:
+        return paused, {}
     raise NothingPendingError(
-        f"no paused run {run_id!r} is known to this process; pass memory={{'thread': ...}} to resume "
-        "a run stored in the agent's memory (for example after a restart)"
+        f"no paused run {run_id!r} is known to this process (runs without memory stay resumable by run id "
+        f"for {paused_runs.max_age / 3600:g} h, {paused_runs.max_runs} at most); pass memory={{'thread': ...}} "
+        "to resume a run stored in the agent's memory (for example after a restart)"
     )
 
 

@@ -31,6 +31,7 @@ from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions, me
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn, unanswered
 from supervisor_graph.nodes.state import usage_of_run
 from supervisor_graph.nodes.text import text_of
+from supervisor_graph.paused import PausedRun, PausedRuns
 from supervisor_graph.tools import is_client_tool
 
 if TYPE_CHECKING:
@@ -144,18 +145,8 @@ def ephemeral_saver() -> Any:
     return _ephemeral
 
 
-@dataclass(slots=True)
-class PausedRun:
-    """Where a paused run lives, so it can be resumed by its run id."""
-
-    thread_id: str
-    saver: Any
-    ephemeral: bool
-    resource_id: str | None = None
-
-
-# run id -> paused run; entries live until the run is resumed to its end
-paused_runs: dict[str, PausedRun] = {}
+# run id -> paused run, for runs resumed by run id (bounded: see supervisor_graph.paused)
+paused_runs = PausedRuns()
 
 
 async def _prepare(
@@ -353,14 +344,15 @@ async def _after(run: _Run, result: GenerateResult) -> None:
     """Remember a paused run; forget an ephemeral run's thread once it has ended."""
     configurable = run.config.get("configurable") or {}
     if any(item.is_interrupt for item in result.suspended):
-        paused_runs[run.run_id] = PausedRun(
+        paused = PausedRun(
             thread_id=configurable["thread_id"],
             saver=run.saver,
             ephemeral=run.ephemeral,
             resource_id=run.options.memory.resource if run.options.memory else None,
         )
+        await paused_runs.add(run.run_id, paused)
         return
-    paused_runs.pop(run.run_id, None)
+    paused_runs.pop(run.run_id)
     if run.ephemeral:
         await run.saver.adelete_thread(configurable["thread_id"])
 
