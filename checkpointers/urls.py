@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from contextlib import AsyncExitStack
+import asyncio
+import fcntl
+import os
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from supervisor_graph.checkpointers.delta_cache import with_delta_cache
 
-__all__ = ["describe", "is_shared_saver", "open_saver"]
+__all__ = ["SETUP_LOCK_KEY", "describe", "is_shared_saver", "open_saver", "setup_lock"]
 
 
 def _sqlite_path(storage: str) -> str | None:
@@ -68,7 +72,17 @@ async def open_saver(storage: Any, stack: AsyncExitStack) -> BaseCheckpointSaver
             ) from exc
         postgres_class: Any = with_delta_cache(AsyncPostgresSaver)
         postgres = await stack.enter_async_context(postgres_class.from_conn_string(storage))
-        await postgres.setup()
+        # Concurrent first starts race in CREATE TABLE / migrations (UniqueViolation on
+        # pg_type): one process at a time sets up, the others then find it done. Waiters
+        # poll with pg_try_advisory_lock instead of blocking in pg_advisory_lock: a session
+        # blocked there holds a snapshot, which CREATE INDEX CONCURRENTLY (a migration)
+        # waits for, and Postgres reports a deadlock.
+        while not (await (await postgres.conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (SETUP_LOCK_KEY,))).fetchone())["ok"]:
+            await asyncio.sleep(0.05)
+        try:
+            await postgres.setup()
+        finally:
+            await postgres.conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
         return postgres
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -79,5 +93,26 @@ async def open_saver(storage: Any, stack: AsyncExitStack) -> BaseCheckpointSaver
     target = str(Path(path).expanduser()) if path != ":memory:" else path
     saver_class: Any = with_delta_cache(AsyncSqliteSaver, compact_versions=True)
     sqlite = await stack.enter_async_context(saver_class.from_conn_string(target))
-    await sqlite.setup()
+    # Concurrent first starts race in `PRAGMA journal_mode=WAL` and CREATE TABLE
+    # ("database is locked"): one process at a time sets up.
+    async with setup_lock(target):
+        await sqlite.setup()
     return sqlite
+
+
+# Postgres advisory-lock key serialising schema set-up (any constant shared by all processes).
+SETUP_LOCK_KEY = 0x5347_5345_5455  # "SGSETU"
+
+
+@asynccontextmanager
+async def setup_lock(sqlite_path: str) -> AsyncIterator[None]:
+    """An exclusive lock on `<path>-setup.lock` beside a sqlite file, across processes."""
+    if sqlite_path == ":memory:":
+        yield
+        return
+    fd = os.open(f"{sqlite_path}-setup.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

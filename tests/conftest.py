@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -36,6 +37,27 @@ def example_nodes() -> set[str]:
     }
 
 
+@contextmanager
+def fresh_postgres() -> Iterator[str]:
+    """The URL of a new, empty Postgres database, dropped afterwards (fails in CI, skips
+    elsewhere, when no server answers)."""
+    problem = _pg_available()
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL at {PG_ADMIN} is not reachable in CI: {problem}")
+        pytest.skip(f"PostgreSQL not reachable: {problem}")
+    import psycopg
+
+    name = f"sg_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def storage(request: pytest.FixtureRequest, tmp_path) -> AsyncIterator[str]:
     """A storage URL for `Memory(storage=...)`, fresh for each test."""
@@ -45,21 +67,18 @@ async def storage(request: pytest.FixtureRequest, tmp_path) -> AsyncIterator[str
     elif kind == "sqlite":
         yield f"file:{tmp_path / 'memory.db'}"
     else:
-        problem = _pg_available()
-        if problem is not None:
-            if os.environ.get("CI"):
-                pytest.fail(f"PostgreSQL at {PG_ADMIN} is not reachable in CI: {problem}")
-            pytest.skip(f"PostgreSQL not reachable: {problem}")
-        import psycopg
+        with fresh_postgres() as url:
+            yield url
 
-        name = f"sg_test_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
-        finally:
-            with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_storage(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
+    """A fresh storage URL several processes can share: a sqlite file or a Postgres database."""
+    if request.param == "sqlite":
+        yield f"file:{tmp_path / 'shared.db'}"
+    else:
+        with fresh_postgres() as url:
+            yield url
 
 
 @pytest.fixture
