@@ -37,6 +37,7 @@ from supervisor_graph.nodes.delegation import (
     model_view,
     result_message,
 )
+from supervisor_graph.nodes.errors import log_failure, original_error
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, complete_node, last_turn, unanswered
@@ -159,9 +160,10 @@ def make_subagent_node(
         except GraphBubbleUp:
             raise  # interrupts and parent commands belong to LangGraph
         except Exception as exc:  # noqa: BLE001 - a failed subagent is a failed tool result
-            record.success, record.error = False, exc.cause if isinstance(exc, HookFailed) else exc
+            error = exc.cause if isinstance(exc, HookFailed) else original_error(exc)
+            record.success, record.error = False, error
             record.finish_reason = "error"
-            log.warning("delegation to %r failed: %s: %s", agent_id, type(exc).__name__, exc)
+            log_failure(log, logging.WARNING, "delegation to %r failed", error, agent_id)
 
         artifact = {
             "agent_id": agent_id,

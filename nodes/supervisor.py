@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
+from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.routing import (
@@ -30,6 +33,8 @@ from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_r
 from supervisor_graph.nodes.text import reasoning_artifacts
 
 __all__ = ["end_update", "finish_reason_of", "iteration_of_run", "make_supervisor_node", "model_input", "route_turn"]
+
+log = logging.getLogger("supervisor_graph")
 
 
 def iteration_of_run(messages: Sequence[BaseMessage]) -> int:
@@ -137,7 +142,13 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         model = await spec.resolve_model(handle.request_context, opts.delegation.enable_result_references)
         system = await spec.resolve_instructions(handle.request_context)
         history = [*messages, *pending] if pending else messages
-        response = await model.ainvoke(model_input(system, handle.context_messages, history), config)
+        try:
+            response = await model.ainvoke(model_input(system, handle.context_messages, history), config)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - provider text must not reach the checkpoint
+            log.debug("model call of %r failed", spec.agent_id, exc_info=exc)
+            raise ModelCallError(spec.agent_id, exc) from exc
         if not isinstance(response, AIMessage):
             raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
         response, errors = _repair_calls(response)

@@ -18,7 +18,13 @@ Example:
 from supervisor_graph.agent import Agent
 from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage
 from supervisor_graph.compiler import compile_agent
-from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, SupervisorGraphError, ThreadBusyError
+from supervisor_graph.errors import (
+    MissingAPIKeyError,
+    ModelCallError,
+    NothingPendingError,
+    SupervisorGraphError,
+    ThreadBusyError,
+)
 from supervisor_graph.memory import Memory, ThreadRecord
 from supervisor_graph.nodes.context import AbortController, AbortSignal, RequestContext
 from supervisor_graph.nodes.delegation import (
@@ -61,6 +67,7 @@ __all__ = [
     "Memory",
     "MemoryOptions",
     "MissingAPIKeyError",
+    "ModelCallError",
     "NothingPendingError",
     "PendingItem",
     "RequestContext",

@@ -24,6 +24,7 @@ from langgraph.graph.state import CompiledStateGraph
 from supervisor_graph.agent import Agent, check_cycles
 from supervisor_graph.models import resolve_model_string
 from supervisor_graph.nodes.delegation import make_complete_node, make_start_node
+from supervisor_graph.nodes.errors import unwrapping_retry_on
 from supervisor_graph.nodes.iteration import make_iteration_node
 from supervisor_graph.nodes.options import RunContext
 from supervisor_graph.nodes.routing import (
@@ -109,7 +110,10 @@ def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSp
     builder.add_node(
         SUPERVISOR_NODE,
         make_supervisor_node(spec),
-        retry_policy=agent.retry_policy,
+        # the node raises ModelCallError around the provider's exception: judge the latter
+        retry_policy=agent.retry_policy._replace(retry_on=unwrapping_retry_on(agent.retry_policy.retry_on))
+        if agent.retry_policy is not None
+        else None,
         destinations=(*fan_out, SUPERVISOR_NODE, ITERATION_NODE, TASK_COMPLETE_NODE, END),
     )
     builder.add_node(TOOLS_NODE, make_tools_node(spec), destinations=(SUPERVISOR_NODE,))

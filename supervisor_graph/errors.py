@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["MissingAPIKeyError", "NothingPendingError", "SupervisorGraphError", "ThreadBusyError"]
+from supervisor_graph.nodes.errors import ModelCallError, SupervisorGraphError
 
-
-class SupervisorGraphError(Exception):
-    """Base class of this library's errors."""
+__all__ = ["MissingAPIKeyError", "ModelCallError", "NothingPendingError", "SupervisorGraphError", "ThreadBusyError"]
 
 
 class MissingAPIKeyError(SupervisorGraphError):

@@ -43,6 +43,7 @@ from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_n
 from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, ThreadBusyError
 from supervisor_graph.memory import Memory
 from supervisor_graph.nodes.context import AbortController
+from supervisor_graph.nodes.errors import log_failure
 from supervisor_graph.resume import pending_interrupts, resume
 from supervisor_graph.run import AgentStream
 
@@ -257,8 +258,8 @@ class AGUIAgent:
             try:
                 result = await stream.result()
                 outcome = "cancelled" if result.finish_reason == "abort" else "success"
-            except Exception:  # noqa: BLE001 - nobody is listening any more; the log has it
-                log.exception("AG-UI run %s failed after its client left", input.run_id)
+            except Exception as exc:  # noqa: BLE001 - nobody is listening any more; the log has it
+                log_failure(log, logging.ERROR, "AG-UI run %s failed after its client left", exc, input.run_id)
                 outcome = "error"
             self.recent_runs.append(RunRecord(input.thread_id, input.run_id, outcome))
 
@@ -322,7 +323,7 @@ class AGUIAgent:
         except Exception as exc:  # noqa: BLE001 - refused before anything ran
             code, message = _error(exc, resuming)
             if code == "AGENT_ERROR":
-                log.exception("AG-UI run %s could not start", input.run_id)
+                log_failure(log, logging.ERROR, "AG-UI run %s could not start", exc, input.run_id)
             yield RunErrorEvent(message=message, code=code, timestamp=int(time.time() * 1000))
             return
         holder.append(stream)
@@ -341,7 +342,7 @@ class AGUIAgent:
         try:
             result = await stream.result()
         except Exception as exc:  # noqa: BLE001 - the run failed: RUN_ERROR, details in the log
-            log.error("AG-UI run %s failed: %s", input.run_id, type(exc).__name__, exc_info=exc)
+            log_failure(log, logging.ERROR, "AG-UI run %s failed", exc, input.run_id)
             for event in translator.fail(*_error(exc, False)):
                 yield event
             return

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
-from supervisor_graph import Agent, StreamChunk
+from supervisor_graph import Agent, ModelCallError, StreamChunk
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 
@@ -306,13 +306,14 @@ async def test_transient_model_errors_are_retried() -> None:
     assert len(flaky.calls) == 2
 
     bug = ScriptedChatModel(responses=[ValueError("bad request"), "never"])
-    with pytest.raises(ValueError, match="bad request"):
+    with pytest.raises(ModelCallError, match="ValueError") as caught:
         await Agent(id="p", model=bug).generate("go")  # programming errors are not retried
-    assert len(bug.calls) == 1
+    assert len(bug.calls) == 1 and str(caught.value.original) == "bad request"
 
     once = ScriptedChatModel(responses=[ConnectionError("reset"), "never"])
-    with pytest.raises(ConnectionError):
+    with pytest.raises(ModelCallError) as caught:
         await Agent(id="p", model=once, retry_policy=None).generate("go")
+    assert isinstance(caught.value.original, ConnectionError)
     with pytest.raises(ValueError, match="retry_policy"):
         Agent(id="p", model=once, retry_policy=3)
 
@@ -325,9 +326,9 @@ async def test_only_transient_errors_are_retried_by_default() -> None:
         pass
 
     blocked = ScriptedChatModel(responses=[Guardrail("blocked"), "never"])
-    with pytest.raises(Guardrail):
+    with pytest.raises(ModelCallError, match="Guardrail") as caught:
         await Agent(id="p", model=blocked).generate("go")
-    assert len(blocked.calls) == 1
+    assert len(blocked.calls) == 1 and isinstance(caught.value.original, Guardrail)
 
     from supervisor_graph.agent import _retry_on
 
