@@ -12,6 +12,7 @@ module, so an upgrade that changes one of them breaks here, in one place, and
   `WRITES_IDX_MAP`, and `BaseCheckpointSaver.aget_delta_channel_history`, which the
   history cache in `delta_cache.py` overrides): messages stored as deltas, so storage
   grows linearly with a conversation. LangGraph marks them beta.
+- `INTERRUPT_WRITE`: the pending-write channel naming an interrupt.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import WRITES_IDX_MAP, DeltaChannelHistory
 from langgraph.pregel._read import ChannelRead
 
-__all__ = ["WRITES_IDX_MAP", "DeltaChannel", "DeltaChannelHistory", "read_channel"]
+__all__ = ["INTERRUPT_WRITE", "WRITES_IDX_MAP", "DeltaChannel", "DeltaChannelHistory", "read_channel"]
+
+# The channel of a pending write that records an interrupt (a cheap "is anything pending?"
+# test on a checkpoint tuple, before reading the whole state).
+INTERRUPT_WRITE = "__interrupt__"
 
 
 def read_channel(config: RunnableConfig, channel: str) -> Any:

@@ -7,15 +7,19 @@ import fcntl
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 
 from supervisor_graph.checkpointers.delta_cache import with_delta_cache
+from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL, Leases, LocalLeases, PostgresLeases, SqliteLeases
 
-__all__ = ["SETUP_LOCK_KEY", "describe", "is_shared_saver", "open_saver", "setup_lock"]
+__all__ = ["SETUP_LOCK_KEY", "Storage", "describe", "is_shared_saver", "open_storage", "setup_lock"]
 
 
 def _sqlite_path(storage: str) -> str | None:
@@ -52,26 +56,41 @@ def describe(storage: Any) -> str:
 
 
 def is_shared_saver(storage: Any) -> bool:
-    """Savers that work from any event loop, so one instance serves the process."""
+    """Storage that works from any event loop, so one instance serves the process."""
     return isinstance(storage, BaseCheckpointSaver) or storage == ":memory:"
 
 
-async def open_saver(storage: Any, stack: AsyncExitStack) -> BaseCheckpointSaver:
-    """Open the saver `storage` names; `stack` closes its connection."""
+@dataclass(slots=True)
+class Storage:
+    """What a `Memory` opens on one database: the checkpointer, a LangGraph store (tool-call
+    journal, working memory) and the thread leases."""
+
+    saver: BaseCheckpointSaver
+    store: BaseStore
+    leases: Leases
+
+
+async def open_storage(
+    storage: Any, stack: AsyncExitStack, *, store: BaseStore | None = None, lease_ttl: float = DEFAULT_LEASE_TTL
+) -> Storage:
+    """Open what `storage` names; `stack` closes its connections. `store` replaces the
+    store a checkpointer object would otherwise get (an in-process one)."""
     kind = describe(storage)
     if kind == "saver":
-        return storage  # type: ignore[no-any-return]
+        return Storage(storage, store or InMemoryStore(), LocalLeases(lease_ttl))
     if kind == "memory":
-        return with_delta_cache(InMemorySaver, compact_versions=True)()
+        return Storage(with_delta_cache(InMemorySaver, compact_versions=True)(), InMemoryStore(), LocalLeases(lease_ttl))
     if kind == "postgres":
         try:
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+            from langgraph.store.postgres.aio import AsyncPostgresStore
         except ImportError as exc:  # pragma: no cover - depends on the extra
             raise ImportError(
                 "postgresql:// storage needs the postgres extra: pip install 'supervisor-graph[postgres]'"
             ) from exc
         postgres_class: Any = with_delta_cache(AsyncPostgresSaver)
         postgres = await stack.enter_async_context(postgres_class.from_conn_string(storage))
+        pg_store = await stack.enter_async_context(AsyncPostgresStore.from_conn_string(storage))
         # Concurrent first starts race in CREATE TABLE / migrations (UniqueViolation on
         # pg_type): one process at a time sets up, the others then find it done. Waiters
         # poll with pg_try_advisory_lock instead of blocking in pg_advisory_lock: a session
@@ -81,10 +100,13 @@ async def open_saver(storage: Any, stack: AsyncExitStack) -> BaseCheckpointSaver
             await asyncio.sleep(0.05)
         try:
             await postgres.setup()
+            await pg_store.setup()
+            leases: Leases = await PostgresLeases.open(storage, stack, lease_ttl)
         finally:
             await postgres.conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
-        return postgres
+        return Storage(postgres, pg_store, leases)
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
 
     path = str(storage) if isinstance(storage, Path) else _sqlite_path(storage)
     assert path is not None
@@ -93,11 +115,14 @@ async def open_saver(storage: Any, stack: AsyncExitStack) -> BaseCheckpointSaver
     target = str(Path(path).expanduser()) if path != ":memory:" else path
     saver_class: Any = with_delta_cache(AsyncSqliteSaver, compact_versions=True)
     sqlite = await stack.enter_async_context(saver_class.from_conn_string(target))
+    sqlite_store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(target))
     # Concurrent first starts race in `PRAGMA journal_mode=WAL` and CREATE TABLE
     # ("database is locked"): one process at a time sets up.
     async with setup_lock(target):
         await sqlite.setup()
-    return sqlite
+        await sqlite_store.setup()
+        leases = await SqliteLeases.open(target, stack, lease_ttl)
+    return Storage(sqlite, sqlite_store, leases)
 
 
 # Postgres advisory-lock key serialising schema set-up (any constant shared by all processes).

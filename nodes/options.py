@@ -66,6 +66,9 @@ class RunOptions(BaseModel):
     abort_signal: AbortSignal | asyncio.Event | None = None
     memory: MemoryOptions | None = None
     require_tool_approval: bool = False
+    pending: Literal["refuse", "decline"] = "refuse"
+    """A new message while approvals wait: refused with `PendingApprovalError`, or
+    `"decline"`: the waiting calls are declined first (they never run)."""
 
     @field_validator("request_context", mode="before")
     @classmethod

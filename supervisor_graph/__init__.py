@@ -22,6 +22,7 @@ from supervisor_graph.errors import (
     MissingAPIKeyError,
     ModelCallError,
     NothingPendingError,
+    PendingApprovalError,
     SupervisorGraphError,
     ThreadBusyError,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "MissingAPIKeyError",
     "ModelCallError",
     "NothingPendingError",
+    "PendingApprovalError",
     "PendingItem",
     "RequestContext",
     "RunContext",

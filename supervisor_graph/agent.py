@@ -22,6 +22,7 @@ from supervisor_graph.nodes.spec import DELEGATION_PREFIX
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.graph.state import CompiledStateGraph
+    from langgraph.store.base import BaseStore
 
     from supervisor_graph.run import AgentStream, GenerateResult
 
@@ -186,15 +187,15 @@ class Agent(BaseModel):
             self._graph = self.compile()
         return self._graph
 
-    def graph_with(self, checkpointer: BaseCheckpointSaver) -> CompiledStateGraph:
-        """`graph` with `checkpointer` attached, made once per checkpointer (a copy of the
-        compiled graph: nodes, channels and bound models are shared)."""
+    def graph_with(self, checkpointer: BaseCheckpointSaver, store: BaseStore | None = None) -> CompiledStateGraph:
+        """`graph` with `checkpointer` (and `store`) attached, made once per checkpointer (a
+        copy of the compiled graph: nodes, channels and bound models are shared)."""
         if self._graphs is None:
             self._graphs = weakref.WeakKeyDictionary()
-        graph = self._graphs.get(checkpointer)
-        if graph is None:
-            graph = self._graphs[checkpointer] = self.graph.copy(update={"checkpointer": checkpointer})
-        return graph  # type: ignore[no-any-return]
+        entry = self._graphs.get(checkpointer)
+        if entry is None or entry[0] is not store:
+            entry = self._graphs[checkpointer] = (store, self.graph.copy(update={"checkpointer": checkpointer, "store": store}))
+        return entry[1]  # type: ignore[no-any-return]
 
     async def generate(self, prompt: Any, **options: Any) -> GenerateResult:
         """Run to the end and return the result (options of SPEC §5)."""

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from supervisor_graph.nodes.errors import ModelCallError, SupervisorGraphError
 
-__all__ = ["MissingAPIKeyError", "ModelCallError", "NothingPendingError", "SupervisorGraphError", "ThreadBusyError"]
+__all__ = [
+    "MissingAPIKeyError",
+    "ModelCallError",
+    "NothingPendingError",
+    "PendingApprovalError",
+    "SupervisorGraphError",
+    "ThreadBusyError",
+]
 
 
 class MissingAPIKeyError(SupervisorGraphError):
@@ -17,3 +26,15 @@ class ThreadBusyError(SupervisorGraphError):
 
 class NothingPendingError(SupervisorGraphError):
     """A resume was asked for a thread with nothing pending."""
+
+
+class PendingApprovalError(SupervisorGraphError):
+    """A new message was sent while approvals (or suspended tools) wait on the thread.
+
+    `pending` lists what waits (`PendingItem`s). Answer them first, or pass
+    `pending="decline"` to decline them and go on with the new message.
+    """
+
+    def __init__(self, message: str, pending: list[Any]) -> None:
+        super().__init__(message)
+        self.pending = pending

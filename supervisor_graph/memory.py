@@ -10,10 +10,12 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
+from langgraph.store.base import BaseStore
 
+from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL
 from supervisor_graph.checkpointers.naming import split_thread_id
 from supervisor_graph.checkpointers.threads import ThreadRecord, list_threads
-from supervisor_graph.checkpointers.urls import describe, is_shared_saver, open_saver
+from supervisor_graph.checkpointers.urls import Storage, describe, is_shared_saver, open_storage
 from supervisor_graph.nodes.state import SupervisorState
 
 __all__ = ["Memory", "ThreadRecord"]
@@ -33,7 +35,12 @@ class Memory:
     """Conversation storage for an agent.
 
     `storage` is `"file:app.db"` or a path (sqlite through aiosqlite), `":memory:"`,
-    `"postgresql://..."` (the `postgres` extra), or any LangGraph checkpointer.
+    `"postgresql://..."` (the `postgres` extra), or any LangGraph checkpointer (with an
+    optional `store=`, a LangGraph `BaseStore`; an in-process one otherwise). A URL opens,
+    on the same database, the checkpointer, a LangGraph store and the thread leases;
+    `lease_ttl` is how long (seconds) a crashed process's lease on a thread blocks it
+    when the process ran on another host (on this host a dead process's lease is taken
+    over at once).
 
     Example:
         >>> memory = Memory(storage=":memory:")
@@ -41,11 +48,15 @@ class Memory:
         'memory'
     """
 
-    def __init__(self, storage: Any = ":memory:") -> None:
+    def __init__(self, storage: Any = ":memory:", *, store: BaseStore | None = None, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
         self.kind = describe(storage)
         self.storage = storage
-        self._shared: BaseCheckpointSaver | None = None
-        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[BaseCheckpointSaver, AsyncExitStack]] = (
+        if store is not None and self.kind != "saver":
+            raise ValueError("Memory(store=...) goes with a checkpointer object; a storage URL opens its own store")
+        self.lease_ttl = lease_ttl
+        self._store = store
+        self._shared: Storage | None = None
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Storage, AsyncExitStack]] = (
             weakref.WeakKeyDictionary()
         )
         # a graph that reads this storage's threads, per checkpointer (messages are deltas
@@ -56,11 +67,12 @@ class Memory:
     def __repr__(self) -> str:
         return f"Memory(storage={self.storage!r})"
 
-    async def checkpointer(self) -> BaseCheckpointSaver:
-        """The checkpointer for the running event loop (database connections belong to one loop)."""
+    async def opened(self) -> Storage:
+        """Checkpointer, store and thread leases for the running event loop (database
+        connections belong to one loop)."""
         if is_shared_saver(self.storage):
             if self._shared is None:
-                self._shared = await open_saver(self.storage, AsyncExitStack())
+                self._shared = await open_storage(self.storage, AsyncExitStack(), store=self._store, lease_ttl=self.lease_ttl)
             return self._shared
         loop = asyncio.get_running_loop()
         entry = self._by_loop.get(loop)
@@ -71,9 +83,17 @@ class Memory:
             entry = self._by_loop.get(loop)
             if entry is None:
                 stack = AsyncExitStack()
-                entry = (await open_saver(self.storage, stack), stack)
+                entry = (await open_storage(self.storage, stack, lease_ttl=self.lease_ttl), stack)
                 self._by_loop[loop] = entry
         return entry[0]
+
+    async def checkpointer(self) -> BaseCheckpointSaver:
+        """The checkpointer for the running event loop."""
+        return (await self.opened()).saver
+
+    async def store(self) -> BaseStore:
+        """The LangGraph store on the same database (sqlite, Postgres, or in-process)."""
+        return (await self.opened()).store
 
     async def aclose(self) -> None:
         """Close this loop's database connection."""

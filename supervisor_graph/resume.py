@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from supervisor_graph.errors import NothingPendingError
 from supervisor_graph.nodes.tools import approval_answer, is_cancel
 from supervisor_graph.paused import PausedRun
-from supervisor_graph.run import AgentStream, GenerateResult, _generate, _prepare, paused_runs
+from supervisor_graph.run import AgentStream, GenerateResult, _generate, _prepare, _Run, paused_runs
 
 if TYPE_CHECKING:
     from langgraph.types import Interrupt
@@ -40,19 +40,24 @@ async def _locate(agent: Agent, run_id: str | None, memory: Any) -> tuple[Paused
     )
 
 
-async def _interrupts(agent: Agent, paused: PausedRun | None, options: dict[str, Any]) -> list[Interrupt]:
+async def _interrupts(agent: Agent, paused: PausedRun | None, options: dict[str, Any]) -> tuple[list[Interrupt], _Run]:
+    """The interrupts waiting on the thread, read while holding its lease (returned in the
+    run, which the caller releases or hands on), so no other process resumes them in between."""
     run = await _prepare(agent, None, options, resume=Command(resume=None), paused=paused)
     try:
         snapshot = await run.graph.aget_state(run.config)
-    finally:
-        run.release()
-    return list(snapshot.interrupts)
+    except BaseException:
+        await run.release()
+        raise
+    return list(snapshot.interrupts), run
 
 
 async def pending_interrupts(agent: Agent, *, run_id: str | None = None, memory: Any = None) -> list[Interrupt]:
     """The interrupts waiting on a paused run's thread."""
     paused, options = await _locate(agent, run_id, memory)
-    return await _interrupts(agent, paused, options)
+    items, run = await _interrupts(agent, paused, options)
+    await run.release()
+    return items
 
 
 def _check(agent: Agent, item: Interrupt, value: Any) -> Any:
@@ -111,36 +116,41 @@ async def resume(
     """Resume a paused run with `answers` (interrupt id or tool call id -> value), or with
     `value` for its only pending item."""
     paused, located = await _locate(agent, run_id, memory)
-    items = await _interrupts(agent, paused, {**options, **located})
-    if kind is not None:
-        items = [i for i in items if isinstance(i.value, Mapping) and i.value.get("kind") == kind]
-    if not items:
-        raise NothingPendingError(
-            f"nothing is pending on this run{f' (no {kind} waits)' if kind else ''}: it has finished or was never paused"
-        )
-    if answers is None:
-        if len(items) > 1:
-            raise ValueError(
-                f"{len(items)} items are pending; name one (tool_call_id= or interrupt_id=) or answer all with "
-                "resume({id: answer, ...}): " + ", ".join(i.id for i in items)
+    items, reader = await _interrupts(agent, paused, {**options, **located})
+    try:
+        if kind is not None:
+            items = [i for i in items if isinstance(i.value, Mapping) and i.value.get("kind") == kind]
+        if not items:
+            raise NothingPendingError(
+                f"nothing is pending on this run{f' (no {kind} waits)' if kind else ''}: it has finished or was never paused"
             )
-        answers = {items[0].id: value}
-    chosen = {}
-    for key, answer in answers.items():
-        item = _select(items, key)
-        chosen[item.id] = _check(agent, item, answer)
-    first = next(iter(chosen))
-    paused_run_id = next(
-        (i.value.get("run_id") for i in items if i.id == first and isinstance(i.value, Mapping)), None
-    )
-    run = await _prepare(
-        agent,
-        None,
-        {**options, **located},
-        resume=Command(resume=chosen),
-        run_id=paused_run_id or run_id,
-        paused=paused,
-    )
+        if answers is None:
+            if len(items) > 1:
+                raise ValueError(
+                    f"{len(items)} items are pending; name one (tool_call_id= or interrupt_id=) or answer all with "
+                    "resume({id: answer, ...}): " + ", ".join(i.id for i in items)
+                )
+            answers = {items[0].id: value}
+        chosen = {}
+        for key, answer in answers.items():
+            item = _select(items, key)
+            chosen[item.id] = _check(agent, item, answer)
+        first = next(iter(chosen))
+        paused_run_id = next(
+            (i.value.get("run_id") for i in items if i.id == first and isinstance(i.value, Mapping)), None
+        )
+        run = await _prepare(
+            agent,
+            None,
+            {**options, **located},
+            resume=Command(resume=chosen),
+            run_id=paused_run_id or run_id,
+            paused=paused,
+            lease=reader.lease,  # the thread stays ours from reading the pause to resuming it
+        )
+    except BaseException:
+        await reader.release()
+        raise
     if streaming:
         return AgentStream(run)
     return await _generate(run)

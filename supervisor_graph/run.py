@@ -6,17 +6,18 @@ import asyncio
 import threading
 import uuid
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
+from supervisor_graph.checkpointers.leases import Acquired
 from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
-from supervisor_graph.errors import ThreadBusyError
+from supervisor_graph.errors import PendingApprovalError
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
     RESOURCE_ID_KEY,
@@ -31,8 +32,17 @@ from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions, me
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn, unanswered
 from supervisor_graph.nodes.state import usage_of_run
 from supervisor_graph.nodes.text import text_of
+from supervisor_graph.nodes.tools import DECLINED_TEXT
 from supervisor_graph.paused import PausedRun, PausedRuns
+from supervisor_graph.thread_lease import ThreadLease
 from supervisor_graph.tools import is_client_tool
+from supervisor_graph.transcript import (
+    ABORTED_TOOL_TEXT,
+    DROPPED_TOOL_TEXT,
+    INTERRUPTED_TOOL_TEXT,
+    close_unanswered,
+    pending_interrupts,
+)
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
@@ -86,9 +96,6 @@ class GenerateResult(BaseModel):
 
 # -- preparing a run ------------------------------------------------------------
 
-_busy: set[tuple[int, str]] = set()
-
-
 @dataclass(slots=True)
 class _Run:
     agent: Agent
@@ -102,15 +109,13 @@ class _Run:
     thread_id: str | None
     first_input_id: str | None
     input_count: int = 0
-    busy_key: tuple[int, str] | None = None
+    lease: ThreadLease | None = None
     durability: Any = None
     ephemeral: bool = False
-    released: bool = field(default=False)
 
-    def release(self) -> None:
-        if self.busy_key is not None and not self.released:
-            _busy.discard(self.busy_key)
-            self.released = True
+    async def release(self) -> None:
+        if self.lease is not None:
+            await self.lease.release()
 
 
 def _input_messages(prompt: Any) -> list[BaseMessage]:
@@ -129,6 +134,18 @@ def _input_messages(prompt: Any) -> list[BaseMessage]:
 
 
 _ephemeral: Any = None
+_ephemeral_store: Any = None
+
+
+def ephemeral_store() -> Any:
+    """The process's store for runs without `memory` (its tool-call journal lives as long
+    as the process, like their checkpoints)."""
+    global _ephemeral_store
+    if _ephemeral_store is None:
+        from langgraph.store.memory import InMemoryStore
+
+        _ephemeral_store = InMemoryStore()
+    return _ephemeral_store
 
 
 def ephemeral_saver() -> Any:
@@ -157,7 +174,10 @@ async def _prepare(
     resume: Any = None,
     run_id: str | None = None,
     paused: PausedRun | None = None,
+    lease: ThreadLease | None = None,
 ) -> _Run:
+    """A run ready to start. A thread's lease is taken here (or `lease`, one already held
+    by the caller, is used) and released when the run ends."""
     try:
         opts = RunOptions.model_validate(merge_options(agent.default_options, options))
     except ValidationError as exc:
@@ -167,9 +187,9 @@ async def _prepare(
     run_uuid = uuid.UUID(run_id) if run_id else uuid.uuid4()
     config: RunnableConfig = {"run_id": run_uuid, "recursion_limit": 10_000}
     thread_id = resource_id = None
-    busy_key = None
     durability = None
     durable = False
+    store = ephemeral_store()
     ephemeral = opts.memory is None and (paused is None or paused.ephemeral)
     if ephemeral:
         saver = paused.saver if paused is not None else ephemeral_saver()
@@ -182,21 +202,23 @@ async def _prepare(
             raise ValueError(
                 f"memory={{'thread': ...}} needs storage: declare Agent(id={agent.id!r}, memory=Memory(storage=...))"
             )
-        saver = await agent.memory.checkpointer()
+        opened = await agent.memory.opened()
+        saver, store = opened.saver, opened.store
         thread_id, resource_id = opts.memory.thread, opts.memory.resource
         config["configurable"] = {"thread_id": thread_id}
         config["metadata"] = {"resource_id": resource_id or ""}
         durable = not isinstance(saver, InMemorySaver)
-        if durable and opts.request_context is not None:
-            check_json(
-                {k: v for k, v in opts.request_context.to_dict().items() if k not in RUN_IDENTITY_KEYS}, "generate()"
-            )
-        busy_key = (id(saver), thread_id)
-        if busy_key in _busy:
-            raise ThreadBusyError(
-                f"thread {thread_id!r} already has a run in progress; wait for it or use another thread"
-            )
-        _busy.add(busy_key)
+        if durable:
+            if opts.request_context is not None:
+                check_json(
+                    {k: v for k, v in opts.request_context.to_dict().items() if k not in RUN_IDENTITY_KEYS}, "generate()"
+                )
+            # each step is saved before the next starts, so the step that dispatches a
+            # tool or a delegation is on disk before its side effects begin (SPEC §19)
+            durability = "sync"
+        if lease is None:
+            lease = ThreadLease(opened.leases, thread_id)
+            await lease.acquire()
     request_context = opts.request_context if opts.request_context is not None else RequestContext()
     request_context.set(RUN_ID_KEY, str(run_uuid))
     if thread_id is not None:
@@ -218,9 +240,9 @@ async def _prepare(
     else:
         graph_input = {"messages": messages}
         first_id = messages[0].id
-    return _Run(
+    run = _Run(
         agent=agent,
-        graph=agent.graph_with(saver),
+        graph=agent.graph_with(saver, store),
         saver=saver,
         input=graph_input,
         config=config,
@@ -230,9 +252,40 @@ async def _prepare(
         thread_id=thread_id,
         first_input_id=first_id,
         input_count=0 if resume is not None else len(graph_input["messages"]),
-        busy_key=busy_key,
+        lease=lease,
         durability=durability,
         ephemeral=ephemeral,
+    )
+    if lease is not None and resume is None:
+        try:
+            await _settle_thread(run, taken_over=lease.acquired is Acquired.TAKEN_OVER)
+        except BaseException:
+            await run.release()
+            raise
+    return run
+
+
+async def _settle_thread(run: _Run, *, taken_over: bool) -> None:
+    """Before new input runs on a thread: close what a crashed run left unanswered, and
+    refuse (or decline) approvals still waiting (SPEC §17, §19)."""
+    if taken_over:  # the previous run's process died mid-run
+        client = {name for name, tool in run.agent.tools.items() if is_client_tool(tool)}
+        await close_unanswered(run.graph, run.config, lambda call: INTERRUPTED_TOOL_TEXT, "error", keep=client)
+    waiting = await pending_interrupts(run.graph, run.saver, run.config)
+    if not waiting:
+        return
+    if run.options.pending == "decline":
+        declined = {item.value.get("tool_call_id") for item in waiting if isinstance(item.value, dict)}
+        await close_unanswered(
+            run.graph, run.config, lambda call: DECLINED_TEXT if call["id"] in declined else DROPPED_TOOL_TEXT, "stop"
+        )
+        return
+    items = _pending(run, waiting)
+    names = ", ".join(f"{item.tool_name} ({item.kind}, interrupt {item.interrupt_id})" for item in items)
+    raise PendingApprovalError(
+        f"thread {run.thread_id!r} waits for answers before it takes a new message: {names}; answer them "
+        '(approve_tool_call / decline_tool_call / resume_generate) or pass pending="decline" to decline them',
+        items,
     )
 
 
@@ -337,9 +390,6 @@ def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> Generate
     )
 
 
-ABORTED_TOOL_TEXT = "[Aborted] The run was cancelled before this tool call finished."
-
-
 async def _after(run: _Run, result: GenerateResult) -> None:
     """Remember a paused run; forget an ephemeral run's thread once it has ended."""
     configurable = run.config.get("configurable") or {}
@@ -365,22 +415,7 @@ async def _repair_thread(run: _Run, reason: str = "abort") -> dict[str, Any] | N
         if run.ephemeral:
             await _after(run, GenerateResult(text="", messages=[], usage=Usage(), finish_reason="abort", run_id=run.run_id))
         return None
-    snapshot = await run.graph.aget_state(run.config)
-    values = dict(snapshot.values)
-    messages = values.get("messages") or []
-    index, ai = last_turn(messages)
-    if ai is None or not ai.tool_calls:
-        return values
-    answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
-    missing = [
-        ToolMessage(content=ABORTED_TOOL_TEXT, tool_call_id=call["id"] or "", name=call["name"], status="error")
-        for call in ai.tool_calls
-        if call["id"] not in answered
-    ]
-    if missing:
-        await run.graph.aupdate_state(run.config, {"messages": missing, "finish_reason": reason}, as_node=SUPERVISOR_NODE)
-        values = dict((await run.graph.aget_state(run.config)).values)
-    return values
+    return await close_unanswered(run.graph, run.config, lambda call: ABORTED_TOOL_TEXT, reason)
 
 
 async def generate(agent: Agent, prompt: Any, **options: Any) -> GenerateResult:
@@ -405,7 +440,7 @@ async def _generate(run: _Run) -> GenerateResult:
         await _repair_thread(run, "error")
         raise
     finally:
-        run.release()
+        await run.release()
 
 
 # -- streaming ------------------------------------------------------------------
@@ -527,7 +562,7 @@ class AgentStream:
             if not isinstance(exc, Exception):
                 raise
         finally:
-            run.release()
+            await run.release()
             self._done = True
             self._changed.set()
 

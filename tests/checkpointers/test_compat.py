@@ -68,7 +68,7 @@ def test_delta_history_api_of_savers() -> None:
     params = inspect.signature(method).parameters
     assert {"config", "channels"} <= set(params), "aget_delta_channel_history(config=, channels=) changed"
     assert "writes" in compat.DeltaChannelHistory.__annotations__
-    assert {"__error__", "__interrupt__"} <= set(compat.WRITES_IDX_MAP), "WRITES_IDX_MAP changed"
+    assert {"__error__", compat.INTERRUPT_WRITE} <= set(compat.WRITES_IDX_MAP), "WRITES_IDX_MAP changed"
 
 
 def test_installed_langgraph_is_a_tested_minor_version() -> None:

@@ -124,19 +124,24 @@ async def test_ephemeral_run_without_memory_option(memory: Memory) -> None:
 async def test_two_runs_on_one_thread_are_refused(memory: Memory) -> None:
     import asyncio
 
-    slow = ScriptedChatModel(policy=lambda m: "slow", latency=0.3)
-    parent = Agent(id="p", model=slow, memory=memory)
-    from supervisor_graph import run as run_module
+    started, go = asyncio.Event(), asyncio.Event()
 
+    @tool
+    async def hold() -> str:
+        """Hold the run."""
+        started.set()
+        await go.wait()
+        return "held"
+
+    model = ScriptedChatModel(policy=lambda m: "done" if isinstance(m[-1], ToolMessage) else tool_call("hold"))
+    parent = Agent(id="p", model=model, tools=[hold], memory=memory)
     first = asyncio.ensure_future(parent.generate("a", memory={"thread": "busy"}))
-    for _ in range(500):  # until the first run holds the thread
-        if any(thread == "busy" for _, thread in run_module._busy):
-            break
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(started.wait(), 30)  # the first run holds the thread
     with pytest.raises(ThreadBusyError, match="busy"):
         await parent.generate("b", memory={"thread": "busy"})
-    assert (await first).text == "slow"
-    assert (await parent.generate("c", memory={"thread": "busy"})).text == "slow"
+    go.set()
+    assert (await first).text == "done"
+    assert (await parent.generate("c", memory={"thread": "busy"})).text == "done"
 
 
 async def test_a_refused_call_leaves_the_thread_usable_at_once(memory: Memory) -> None:

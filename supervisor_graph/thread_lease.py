@@ -1,0 +1,61 @@
+"""A run's hold on its thread: taken before the run starts, renewed while it runs, given
+back when it ends (SPEC §19, "one run per thread"). The leases themselves live in the
+memory's database (`checkpointers/leases.py`), so they hold across processes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from supervisor_graph.checkpointers.leases import Acquired, Leases, new_owner
+from supervisor_graph.errors import ThreadBusyError
+
+__all__ = ["ThreadLease"]
+
+log = logging.getLogger("supervisor_graph")
+
+
+class ThreadLease:
+    """One run's lease on one thread."""
+
+    __slots__ = ("leases", "thread_id", "owner", "acquired", "_heartbeat")
+
+    def __init__(self, leases: Leases, thread_id: str) -> None:
+        self.leases = leases
+        self.thread_id = thread_id
+        self.owner = new_owner()
+        self.acquired: Acquired | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+
+    async def acquire(self) -> Acquired:
+        """Take the thread, or raise `ThreadBusyError` naming it."""
+        got = await self.leases.acquire(self.thread_id, self.owner)
+        if got is None:
+            raise ThreadBusyError(
+                f"thread {self.thread_id!r} already has a run in progress (in this or another process); "
+                "wait for it or use another thread"
+            )
+        self.acquired = got
+        self._heartbeat = asyncio.create_task(self._renew())
+        return got
+
+    async def _renew(self) -> None:
+        while True:
+            await asyncio.sleep(self.leases.ttl / 3)
+            try:
+                if not await self.leases.renew(self.thread_id, self.owner):
+                    log.warning("the lease on thread %r was taken over while this run held it", self.thread_id)
+                    return
+            except Exception as exc:  # noqa: BLE001 - a missed renewal is retried next period
+                log.warning("renewing the lease on thread %r failed: %s", self.thread_id, type(exc).__name__)
+
+    async def release(self) -> None:
+        if self.acquired is None:
+            return
+        self.acquired = None
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat
+        await self.leases.release(self.thread_id, self.owner)

@@ -1,0 +1,67 @@
+"""Keeping a thread's transcript valid (SPEC §19): every tool call gets exactly one
+result, whatever stopped the run that made it (an abort, a failure, a crashed process,
+an approval dropped with `pending="decline"`), so a provider that checks transcripts
+accepts the thread's next call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container
+from typing import Any
+
+from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Interrupt
+
+from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
+
+__all__ = [
+    "ABORTED_TOOL_TEXT",
+    "DROPPED_TOOL_TEXT",
+    "INTERRUPTED_TOOL_TEXT",
+    "close_unanswered",
+    "pending_interrupts",
+]
+
+ABORTED_TOOL_TEXT = "[Aborted] The run was cancelled before this tool call finished."
+INTERRUPTED_TOOL_TEXT = "[Interrupted] outcome unknown: the process stopped while this tool was running"
+DROPPED_TOOL_TEXT = (
+    "[Interrupted] A new message arrived while this call waited for an answer "
+    '(pending="decline"); it did not run.'
+)
+
+
+async def close_unanswered(
+    graph: Any,
+    config: RunnableConfig,
+    text: Callable[[ToolCall], str],
+    reason: str,
+    *,
+    keep: Container[str] = (),
+) -> dict[str, Any]:
+    """Give every unanswered call of the thread's last turn a result `text(call)` (tools
+    named in `keep`, client tools the caller answers, stay open); the thread's values."""
+    snapshot = await graph.aget_state(config)
+    values = dict(snapshot.values)
+    messages = values.get("messages") or []
+    index, ai = last_turn(messages)
+    if ai is None or not ai.tool_calls:
+        return values
+    answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
+    missing = [
+        ToolMessage(content=text(call), tool_call_id=call["id"] or "", name=call["name"], status="error")
+        for call in ai.tool_calls
+        if call["id"] not in answered and call["name"] not in keep
+    ]
+    if missing:
+        await graph.aupdate_state(config, {"messages": missing, "finish_reason": reason}, as_node=SUPERVISOR_NODE)
+        values = dict((await graph.aget_state(config)).values)
+    return values
+
+
+async def pending_interrupts(graph: Any, saver: Any, config: RunnableConfig) -> list[Interrupt]:
+    """The interrupts waiting on a thread; one cheap read when there are none."""
+    latest = await saver.aget_tuple(config)
+    if latest is None or not any(write[1] == INTERRUPT_WRITE for write in latest.pending_writes or ()):
+        return []
+    return list((await graph.aget_state(config)).interrupts)
