@@ -11,6 +11,7 @@ asked again with a fresh `interrupt()`, so it never consumes the pending approva
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -20,6 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -34,17 +36,39 @@ __all__ = [
     "CANCEL_SUSPENDED",
     "CANCELLED_TEXT",
     "DECLINED_TEXT",
+    "INTERRUPTED_TOOL_TEXT",
+    "TOOL_RUNS_NAMESPACE",
     "ToolCallInfo",
     "approval_answer",
+    "approval_consumed",
     "current_tool_call",
     "ended_by_cancel",
     "is_cancel",
     "make_tools_node",
     "pause_payload",
     "suspend",
+    "tool_run_key",
 ]
 
 DECLINED_TEXT = "The user declined this tool call; it did not run."
+INTERRUPTED_TOOL_TEXT = "[Interrupted] outcome unknown: the process stopped while this tool was running"
+
+# Where the tools node records, in the run's LangGraph store, that an approved call has
+# started: an approval is consumed durably before its side effect (SPEC §19).
+TOOL_RUNS_NAMESPACE = ("supervisor_graph", "tool_runs")
+
+
+def tool_run_key(thread_id: Any, namespace: str, tool_call_id: str) -> str:
+    """The journal key of one call: its thread, the namespace of the graph that made it
+    (a delegation's, or "" for the top-level agent) and its id."""
+    return json.dumps([str(thread_id), namespace, tool_call_id])
+
+
+async def approval_consumed(store: BaseStore | None, thread_id: Any, namespace: str, tool_call_id: str) -> bool:
+    """True when an approved call has already started (a crash may have cut it short)."""
+    if store is None:
+        return False
+    return await store.aget(TOOL_RUNS_NAMESPACE, tool_run_key(thread_id, namespace, tool_call_id)) is not None
 CANCELLED_TEXT = "The user cancelled this tool call while it waited; it did not finish."
 # Resume value that cancels a suspended tool: `suspend()` does not return, the call's
 # result is CANCELLED_TEXT, and the agent's loop ends there (finish reason "bail").
@@ -179,6 +203,21 @@ def make_tools_node(spec: AgentSpec) -> Any:
                 request = {**request, "error": answer}
             if not answer:
                 result = ToolMessage(content=DECLINED_TEXT, tool_call_id=call["id"] or "", name=call["name"], status="error")
+            elif runtime is not None and runtime.store is not None:
+                # consume the approval durably before the side effect: after a crash inside
+                # the tool, the call ends as "outcome unknown" instead of running again
+                thread_id = (config.get("configurable") or {}).get("thread_id")
+                if await approval_consumed(runtime.store, thread_id, graph_ns, call["id"] or ""):
+                    result = ToolMessage(
+                        content=INTERRUPTED_TOOL_TEXT, tool_call_id=call["id"] or "", name=call["name"], status="error"
+                    )
+                else:
+                    await runtime.store.aput(
+                        TOOL_RUNS_NAMESPACE,
+                        tool_run_key(thread_id, graph_ns, call["id"] or ""),
+                        {"tool_name": call["name"], "run_id": handle.run_id},
+                        index=False,
+                    )
         if result is None:
             token = _current_call.set(
                 {

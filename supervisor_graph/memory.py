@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -31,6 +32,17 @@ def _reader() -> Any:
 _READER: Any = None
 
 
+async def _close_with_loop(stack: AsyncExitStack) -> AsyncGenerator[None, None]:
+    """Holds a loop's connections open and closes them when it is closed: by
+    `Memory.aclose()`, or by the loop's own shutdown (`asyncio.run` finalises the async
+    generators still open), so a program that never closes its memory does not leave
+    database threads answering a closed loop."""
+    try:
+        yield
+    finally:
+        await stack.aclose()
+
+
 class Memory:
     """Conversation storage for an agent.
 
@@ -56,7 +68,7 @@ class Memory:
         self.lease_ttl = lease_ttl
         self._store = store
         self._shared: Storage | None = None
-        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Storage, AsyncExitStack]] = (
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Storage, AsyncGenerator[None, None]]] = (
             weakref.WeakKeyDictionary()
         )
         # a graph that reads this storage's threads, per checkpointer (messages are deltas
@@ -83,8 +95,10 @@ class Memory:
             entry = self._by_loop.get(loop)
             if entry is None:
                 stack = AsyncExitStack()
-                entry = (await open_storage(self.storage, stack, lease_ttl=self.lease_ttl), stack)
-                self._by_loop[loop] = entry
+                opened = await open_storage(self.storage, stack, lease_ttl=self.lease_ttl)
+                closer = _close_with_loop(stack)
+                await closer.__anext__()
+                entry = self._by_loop[loop] = (opened, closer)
         return entry[0]
 
     async def checkpointer(self) -> BaseCheckpointSaver:
@@ -101,6 +115,12 @@ class Memory:
         entry = self._by_loop.pop(loop, None)
         if entry is not None:
             await entry[1].aclose()
+
+    async def __aenter__(self) -> Memory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def list_threads(self, filter: dict[str, Any] | None = None) -> list[ThreadRecord]:
         """Threads, top-level and delegation ones: `filter={"metadata": {...}, "resource_id": ...}`."""

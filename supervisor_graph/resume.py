@@ -18,6 +18,7 @@ from supervisor_graph.errors import NothingPendingError
 from supervisor_graph.nodes.tools import approval_answer, is_cancel
 from supervisor_graph.paused import PausedRun
 from supervisor_graph.run import AgentStream, GenerateResult, _generate, _prepare, _Run, paused_runs
+from supervisor_graph.transcript import pending_interrupts as waiting_interrupts
 
 if TYPE_CHECKING:
     from langgraph.types import Interrupt
@@ -45,11 +46,12 @@ async def _interrupts(agent: Agent, paused: PausedRun | None, options: dict[str,
     run, which the caller releases or hands on), so no other process resumes them in between."""
     run = await _prepare(agent, None, options, resume=Command(resume=None), paused=paused)
     try:
-        snapshot = await run.graph.aget_state(run.config)
+        # approvals consumed by a call a crash cut short are not offered again (SPEC §19)
+        waiting, _ = await waiting_interrupts(run.graph, run.saver, run.config)
     except BaseException:
         await run.release()
         raise
-    return list(snapshot.interrupts), run
+    return waiting, run
 
 
 async def pending_interrupts(agent: Agent, *, run_id: str | None = None, memory: Any = None) -> list[Interrupt]:

@@ -32,14 +32,13 @@ from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions, me
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn, unanswered
 from supervisor_graph.nodes.state import usage_of_run
 from supervisor_graph.nodes.text import text_of
-from supervisor_graph.nodes.tools import DECLINED_TEXT
+from supervisor_graph.nodes.tools import DECLINED_TEXT, INTERRUPTED_TOOL_TEXT
 from supervisor_graph.paused import PausedRun, PausedRuns
 from supervisor_graph.thread_lease import ThreadLease
 from supervisor_graph.tools import is_client_tool
 from supervisor_graph.transcript import (
     ABORTED_TOOL_TEXT,
     DROPPED_TOOL_TEXT,
-    INTERRUPTED_TOOL_TEXT,
     close_unanswered,
     pending_interrupts,
 )
@@ -271,7 +270,10 @@ async def _settle_thread(run: _Run, *, taken_over: bool) -> None:
     if taken_over:  # the previous run's process died mid-run
         client = {name for name, tool in run.agent.tools.items() if is_client_tool(tool)}
         await close_unanswered(run.graph, run.config, lambda call: INTERRUPTED_TOOL_TEXT, "error", keep=client)
-    waiting = await pending_interrupts(run.graph, run.saver, run.config)
+    waiting, consumed = await pending_interrupts(run.graph, run.saver, run.config)
+    if consumed and not waiting:  # approved calls cut short by a crash: they end as unknown
+        await close_unanswered(run.graph, run.config, lambda call: INTERRUPTED_TOOL_TEXT, "error")
+        return
     if not waiting:
         return
     if run.options.pending == "decline":

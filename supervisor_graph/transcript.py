@@ -14,6 +14,7 @@ from langgraph.types import Interrupt
 
 from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
+from supervisor_graph.nodes.tools import INTERRUPTED_TOOL_TEXT, approval_consumed
 
 __all__ = [
     "ABORTED_TOOL_TEXT",
@@ -24,7 +25,6 @@ __all__ = [
 ]
 
 ABORTED_TOOL_TEXT = "[Aborted] The run was cancelled before this tool call finished."
-INTERRUPTED_TOOL_TEXT = "[Interrupted] outcome unknown: the process stopped while this tool was running"
 DROPPED_TOOL_TEXT = (
     "[Interrupted] A new message arrived while this call waited for an answer "
     '(pending="decline"); it did not run.'
@@ -59,9 +59,20 @@ async def close_unanswered(
     return values
 
 
-async def pending_interrupts(graph: Any, saver: Any, config: RunnableConfig) -> list[Interrupt]:
-    """The interrupts waiting on a thread; one cheap read when there are none."""
+async def pending_interrupts(graph: Any, saver: Any, config: RunnableConfig) -> tuple[list[Interrupt], list[Interrupt]]:
+    """The interrupts on a thread: those still waiting for an answer, and approvals
+    already consumed by a call that started and was cut short (a crash inside the tool),
+    which are never offered again. One cheap read when there are none."""
     latest = await saver.aget_tuple(config)
     if latest is None or not any(write[1] == INTERRUPT_WRITE for write in latest.pending_writes or ()):
-        return []
-    return list((await graph.aget_state(config)).interrupts)
+        return [], []
+    waiting: list[Interrupt] = []
+    consumed: list[Interrupt] = []
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    for item in (await graph.aget_state(config)).interrupts:
+        value = item.value if isinstance(item.value, dict) else {}
+        started = value.get("kind") == "approval" and await approval_consumed(
+            graph.store, thread_id, value.get("namespace") or "", value.get("tool_call_id") or ""
+        )
+        (consumed if started else waiting).append(item)
+    return waiting, consumed
