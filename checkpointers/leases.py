@@ -6,7 +6,8 @@ any process, finds the lease held and is refused at once. A lease left by a proc
 that died is taken over: at once when the holder ran on this machine and its process is
 gone, otherwise once `ttl` seconds have passed without a renewal. A lease that was taken
 over tells the new run that the previous one did not end cleanly, so it can repair the
-thread first.
+thread first; a caller that only reads the thread hands that news on (`keep_marker`) to
+the next run instead of swallowing it.
 
 - sqlite: a row in `supervisor_graph_leases`, taken in a `BEGIN IMMEDIATE` transaction
   on a connection of its own.
@@ -45,7 +46,9 @@ def new_owner() -> str:
     return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
-def _holder_is_dead(owner: str) -> bool:
+def _holder_is_dead(owner: str | None) -> bool:
+    if not owner:
+        return False
     host, _, rest = owner.partition(":")
     pid_text = rest.partition(":")[0]
     if host != _HOST or not pid_text.isdigit():
@@ -71,12 +74,14 @@ class Leases(Protocol):
     async def renew(self, thread_id: str, owner: str) -> bool:
         """Extend a held lease; False when it was lost (taken over)."""
 
-    async def release(self, thread_id: str, owner: str) -> None:
-        """Give the lease back (no-op when it is no longer ours)."""
+    async def release(self, thread_id: str, owner: str, *, keep_marker: bool = False) -> None:
+        """Give the lease back (no-op when it is no longer ours). `keep_marker`: the thread
+        still needs the repair a taken-over lease announced; the next taker is told so."""
 
 
 class LocalLeases:
-    """Leases within this process (in-memory storage, checkpointer objects)."""
+    """Leases within this process (in-memory storage, checkpointer objects): a crash
+    takes the conversation with it, so there is nothing to take over."""
 
     def __init__(self, ttl: float = DEFAULT_LEASE_TTL) -> None:
         self.ttl = ttl
@@ -91,7 +96,7 @@ class LocalLeases:
     async def renew(self, thread_id: str, owner: str) -> bool:
         return self._held.get(thread_id) == owner
 
-    async def release(self, thread_id: str, owner: str) -> None:
+    async def release(self, thread_id: str, owner: str, *, keep_marker: bool = False) -> None:
         if self._held.get(thread_id) == owner:
             del self._held[thread_id]
 
@@ -99,7 +104,7 @@ class LocalLeases:
 _SQLITE_TABLE = """
 CREATE TABLE IF NOT EXISTS supervisor_graph_leases (
     thread_id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
+    owner TEXT,
     expires_at REAL NOT NULL
 )
 """
@@ -133,7 +138,7 @@ class SqliteLeases:
                     "SELECT owner, expires_at FROM supervisor_graph_leases WHERE thread_id = ?", (thread_id,)
                 ) as cursor:
                     row = await cursor.fetchone()
-                if row is not None and row[1] > now and not _holder_is_dead(row[0]):
+                if row is not None and row[0] is not None and row[1] > now and not _holder_is_dead(row[0]):
                     await self._conn.execute("ROLLBACK")
                     return None
                 await self._conn.execute(
@@ -154,17 +159,22 @@ class SqliteLeases:
             )
             return bool(cursor.rowcount)
 
-    async def release(self, thread_id: str, owner: str) -> None:
+    async def release(self, thread_id: str, owner: str, *, keep_marker: bool = False) -> None:
         async with self._lock:
-            await self._conn.execute(
-                "DELETE FROM supervisor_graph_leases WHERE thread_id = ? AND owner = ?", (thread_id, owner)
-            )
+            if keep_marker:
+                await self._conn.execute(
+                    "UPDATE supervisor_graph_leases SET owner = NULL WHERE thread_id = ? AND owner = ?", (thread_id, owner)
+                )
+            else:
+                await self._conn.execute(
+                    "DELETE FROM supervisor_graph_leases WHERE thread_id = ? AND owner = ?", (thread_id, owner)
+                )
 
 
 _PG_TABLE = """
 CREATE TABLE IF NOT EXISTS supervisor_graph_leases (
     thread_id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
+    owner TEXT,
     expires_at TIMESTAMPTZ NOT NULL
 )
 """
@@ -194,14 +204,14 @@ class PostgresLeases:
                 )
             ).fetchone()
             # a dead local holder's row counts as expired
-            expired_owner = held[0] if held is not None and _holder_is_dead(held[0]) else ""
+            expired_owner = held[0] if held is not None and held[0] and _holder_is_dead(held[0]) else ""
             row = await (
                 await self._conn.execute(
                     """
                     INSERT INTO supervisor_graph_leases AS l (thread_id, owner, expires_at)
                     VALUES (%s, %s, now() + %s * interval '1 second')
                     ON CONFLICT (thread_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-                    WHERE l.expires_at <= now() OR l.owner = EXCLUDED.owner OR l.owner = %s
+                    WHERE l.owner IS NULL OR l.expires_at <= now() OR l.owner = EXCLUDED.owner OR l.owner = %s
                     RETURNING (xmax <> 0) AS replaced
                     """,
                     (thread_id, owner, self.ttl, expired_owner),
@@ -220,8 +230,13 @@ class PostgresLeases:
             )
             return bool(cursor.rowcount)
 
-    async def release(self, thread_id: str, owner: str) -> None:
+    async def release(self, thread_id: str, owner: str, *, keep_marker: bool = False) -> None:
         async with self._lock:
-            await self._conn.execute(
-                "DELETE FROM supervisor_graph_leases WHERE thread_id = %s AND owner = %s", (thread_id, owner)
-            )
+            if keep_marker:
+                await self._conn.execute(
+                    "UPDATE supervisor_graph_leases SET owner = NULL WHERE thread_id = %s AND owner = %s", (thread_id, owner)
+                )
+            else:
+                await self._conn.execute(
+                    "DELETE FROM supervisor_graph_leases WHERE thread_id = %s AND owner = %s", (thread_id, owner)
+                )

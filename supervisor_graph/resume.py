@@ -49,7 +49,7 @@ async def _interrupts(agent: Agent, paused: PausedRun | None, options: dict[str,
         # approvals consumed by a call a crash cut short are not offered again (SPEC §19)
         waiting, _ = await waiting_interrupts(run.graph, run.saver, run.config)
     except BaseException:
-        await run.release()
+        await run.release(ran=False)
         raise
     return waiting, run
 
@@ -58,7 +58,7 @@ async def pending_interrupts(agent: Agent, *, run_id: str | None = None, memory:
     """The interrupts waiting on a paused run's thread."""
     paused, options = await _locate(agent, run_id, memory)
     items, run = await _interrupts(agent, paused, options)
-    await run.release()
+    await run.release(ran=False)
     return items
 
 
@@ -151,7 +151,7 @@ async def resume(
             lease=reader.lease,  # the thread stays ours from reading the pause to resuming it
         )
     except BaseException:
-        await reader.release()
+        await reader.release(ran=False)
         raise
     if streaming:
         return AgentStream(run)

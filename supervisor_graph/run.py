@@ -112,9 +112,9 @@ class _Run:
     durability: Any = None
     ephemeral: bool = False
 
-    async def release(self) -> None:
+    async def release(self, *, ran: bool = True) -> None:
         if self.lease is not None:
-            await self.lease.release()
+            await self.lease.release(ran=ran)
 
 
 def _input_messages(prompt: Any) -> list[BaseMessage]:
@@ -259,7 +259,7 @@ async def _prepare(
         try:
             await _settle_thread(run, taken_over=lease.acquired is Acquired.TAKEN_OVER)
         except BaseException:
-            await run.release()
+            await run.release(ran=False)  # a repair that did not happen is owed to the next run
             raise
     return run
 

@@ -50,12 +50,15 @@ class ThreadLease:
             except Exception as exc:  # noqa: BLE001 - a missed renewal is retried next period
                 log.warning("renewing the lease on thread %r failed: %s", self.thread_id, type(exc).__name__)
 
-    async def release(self) -> None:
+    async def release(self, *, ran: bool = True) -> None:
+        """Give the thread back. `ran=False`: this holder only read the thread, so a repair
+        that a taken-over lease announced is still owed to the next run."""
         if self.acquired is None:
             return
+        keep_marker = not ran and self.acquired is Acquired.TAKEN_OVER
         self.acquired = None
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
-        await self.leases.release(self.thread_id, self.owner)
+        await self.leases.release(self.thread_id, self.owner, keep_marker=keep_marker)

@@ -1,0 +1,40 @@
+"""Thread leases on each database (SPEC §19): held, refused, renewed, taken over."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AsyncExitStack
+
+from supervisor_graph.checkpointers.leases import Acquired, new_owner
+from supervisor_graph.checkpointers.urls import open_storage
+
+
+async def test_a_lease_is_exclusive_renewable_and_taken_over_after_its_ttl(shared_storage: str) -> None:
+    async with AsyncExitStack() as stack:
+        leases = (await open_storage(shared_storage, stack, lease_ttl=0.5)).leases
+        remote = "another-host:4242:abc"  # a holder this machine cannot check: only the clock frees it
+        assert await leases.acquire("t", remote) is Acquired.FREE
+        assert await leases.acquire("t", new_owner()) is None
+        assert await leases.renew("t", remote)
+        await asyncio.sleep(0.7)  # no renewal for longer than the ttl: the holder is presumed dead
+        mine = new_owner()
+        assert await leases.acquire("t", mine) is Acquired.TAKEN_OVER
+        assert not await leases.renew("t", remote)  # the old holder learns it lost the lease
+        # a reader that did not repair hands the news on; a run that repaired clears it
+        await leases.release("t", mine, keep_marker=True)
+        again = new_owner()
+        assert await leases.acquire("t", again) is Acquired.TAKEN_OVER
+        await leases.release("t", again)
+        assert await leases.acquire("t", new_owner()) is Acquired.FREE
+
+
+async def test_a_dead_local_holder_is_taken_over_at_once(shared_storage: str) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = new_owner().split(":")[0] + f":{proc.stdout.strip()}:x"  # this host, a process that has exited
+    async with AsyncExitStack() as stack:
+        leases = (await open_storage(shared_storage, stack, lease_ttl=3600)).leases
+        assert await leases.acquire("t", dead) is Acquired.FREE
+        assert await leases.acquire("t", new_owner()) is Acquired.TAKEN_OVER
