@@ -40,7 +40,7 @@ from supervisor_graph.agui.interrupts import MASTRA, SUPERVISOR_GRAPH, Pause, Re
 from supervisor_graph.agui.messages import new_messages
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace
-from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, ThreadBusyError
+from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, PendingApprovalError, ThreadBusyError
 from supervisor_graph.memory import Memory
 from supervisor_graph.nodes.context import AbortController
 from supervisor_graph.nodes.errors import log_failure
@@ -73,6 +73,8 @@ def _error(exc: BaseException, resuming: bool) -> tuple[str, str]:
         return exc.code, exc.message
     if isinstance(exc, ThreadBusyError):
         return "THREAD_BUSY", "Another run is in progress on this thread; try again when it has finished."
+    if isinstance(exc, PendingApprovalError):
+        return "INTERRUPT_PENDING", "Interrupts are waiting on this thread; answer them with RunAgentInput.resume first."
     if isinstance(exc, NothingPendingError):
         return "INTERRUPT_NOT_PENDING", "Nothing is pending on this thread."
     if isinstance(exc, MissingAPIKeyError):
