@@ -9,6 +9,7 @@ subagent that takes two seconds; anything else is echoed.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolMessage
@@ -77,5 +78,6 @@ supervisor = Agent(
     description="Routes work to its team.",
     agents={"payer": payer, "research_agent": research, "slowpoke": slowpoke},
     model=ScriptedChatModel(policy=_route, model_name="boss-model", record_calls=False),
-    memory=Memory(":memory:"),
+    # several server processes share one database in the multi-worker test
+    memory=Memory(os.environ.get("SG_AGUI_STORAGE", ":memory:")),
 )

@@ -1,0 +1,63 @@
+"""The AG-UI server as several processes on one database (SPEC §19, §20): a thread
+running on one is `THREAD_BUSY` on every other."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from tests.agui.conftest import free_port
+from tests.agui.test_endpoint import body, post
+
+
+@contextmanager
+def serve(storage: str) -> Iterator[str]:
+    port = free_port()
+    target = f"{Path(__file__).parent / 'served.py'}:supervisor"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "supervisor_graph.cli", "serve", target, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "SG_AGUI_STORAGE": storage},
+    )
+    url = f"http://127.0.0.1:{port}/agent"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"supervisor-graph serve did not come up:\n{proc.stdout.read() if proc.stdout else ''}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+async def test_a_thread_busy_on_one_server_is_busy_on_another(shared_storage: str) -> None:
+    with serve(shared_storage) as first, serve(shared_storage) as second:
+        slow = asyncio.ensure_future(post(first, body("shared-thread", "slow work please")))
+        await asyncio.sleep(1.0)  # the slow subagent (2 s) is running on the first server
+        events, _, _ = await post(second, body("shared-thread", "hello"))
+        assert [e["type"] for e in events][-1] == "RUN_ERROR" and events[-1]["code"] == "THREAD_BUSY"
+        done, _, _ = await slow
+        assert done[-1]["type"] == "RUN_FINISHED"
+        # once the first run has ended, the other server takes the thread
+        events, _, _ = await post(second, body("shared-thread", "hello again"))
+        assert events[-1]["type"] == "RUN_FINISHED"
