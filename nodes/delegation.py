@@ -95,7 +95,7 @@ class DelegationStartResult(BaseModel):
     proceed: bool = True
     rejection_reason: str | None = None
     modified_prompt: str | None = None
-    modified_max_steps: int | None = Field(default=None, ge=1)
+    modified_max_steps: int | None = Field(default=None, ge=1, strict=True)
     thread_metadata: dict[str, Any] | None = None
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
+from supervisor_graph.checkpointers.naming import NS_JOIN
 from supervisor_graph.nodes.context import AbortSignal, RequestContext
 
 __all__ = [
@@ -52,20 +53,31 @@ class MemoryOptions(BaseModel):
     thread: str = Field(min_length=1)
     resource: str | None = None
 
+    @field_validator("thread")
+    @classmethod
+    def _storable(cls, value: str) -> str:
+        if NS_JOIN in value:
+            raise ValueError(
+                f"thread id {value!r} contains {NS_JOIN!r}, which this library uses to name delegation threads "
+                f"(<thread>{NS_JOIN}<namespace>); use another separator"
+            )
+        return value
+
 
 class RunOptions(BaseModel):
     """Every per-call option of SPEC §5 (also the shape of `default_options`)."""
 
     model_config = _STRICT
 
-    max_steps: int = Field(default=5, ge=1)
+    # strict: `True` is not a step count (pydantic would read it as 1)
+    max_steps: int = Field(default=5, ge=1, strict=True)
     delegation: DelegationOptions = Field(default_factory=DelegationOptions)
     on_iteration_complete: Callable[..., Any] | None = None
     is_task_complete: Any = None  # nodes.task_complete.TaskCompleteOptions
     request_context: RequestContext | None = None
     abort_signal: AbortSignal | asyncio.Event | None = None
     memory: MemoryOptions | None = None
-    require_tool_approval: bool = False
+    require_tool_approval: bool = Field(default=False, strict=True)
     pending: Literal["refuse", "decline"] = "refuse"
     """A new message while approvals wait: refused with `PendingApprovalError`, or
     `"decline"`: the waiting calls are declined first (they never run)."""
@@ -146,7 +158,7 @@ class RunContext(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    max_steps: int | None = Field(default=None, ge=1, description="Supervisor iterations allowed.")
+    max_steps: int | None = Field(default=None, ge=1, strict=True, description="Supervisor iterations allowed.")
     require_tool_approval: bool | None = Field(default=None, description="Ask before every tool call.")
 
     _options: RunOptions | None = PrivateAttr(default=None)

@@ -12,7 +12,7 @@ from typing import Any, TypedDict
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
 from langgraph.graph import END
 from langgraph.types import Send
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.references import RefSpec, expand_refs
@@ -58,6 +58,14 @@ class DelegationArgs(BaseModel):
     prompt: str = Field(min_length=1, description="The task for the subagent.")
     max_steps: int | None = Field(default=None, ge=1, description="Step limit for the subagent.")
     context_from_refs: list[str | RefSpec] | None = None
+
+    @field_validator("max_steps", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: Any) -> Any:
+        # models may send "3" for 3, but `true` is no step count (pydantic reads it as 1)
+        if isinstance(value, bool):
+            raise ValueError("must be a number of steps, not a boolean")
+        return value
 
 
 class DelegationTask(TypedDict, total=False):

@@ -91,7 +91,7 @@ class TaskCompleteOptions(BaseModel):
 
     scorers: list[Any] = Field(min_length=1)
     strategy: Literal["all", "any"] = "all"
-    threshold: float = Field(default=1.0, ge=0.0, le=1.0)
+    threshold: float = Field(default=1.0, ge=0.0, le=1.0, strict=True)  # strict: no booleans
     on_complete: Callable[..., Any] | None = None
 
     def model_post_init(self, _context: Any) -> None:

@@ -159,6 +159,15 @@ async def test_a_refused_call_leaves_the_thread_usable_at_once(memory: Memory) -
     assert [m.content for m in await memory.get_messages("refused")] == ["fine", "ok"]
 
 
+async def test_thread_ids_the_library_cannot_store_faithfully_are_refused(memory: Memory) -> None:
+    parent = Agent(id="p", model=ScriptedChatModel(policy=lambda m: "ok"), memory=memory)
+    with pytest.raises(ValueError, match="'::'"):
+        await parent.generate("hi", memory={"thread": "team::42"})
+    assert await memory.list_threads() == []  # nothing half-stored
+    assert (await parent.generate("hi", memory={"thread": "team:42"})).text == "ok"
+    assert [m.content for m in await memory.get_messages("team:42")] == ["hi", "ok"]
+
+
 def test_storage_urls_are_validated() -> None:
     with pytest.raises(ValueError, match="storage"):
         Memory(storage="redis://localhost")

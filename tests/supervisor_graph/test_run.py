@@ -333,3 +333,18 @@ async def test_only_transient_errors_are_retried_by_default() -> None:
     from supervisor_graph.agent import _retry_on
 
     assert _retry_on(RateLimitError("slow down")) and _retry_on(TimeoutError()) and not _retry_on(KeyError("x"))
+
+
+async def test_booleans_are_refused_where_numbers_are_expected() -> None:
+    parent = Agent(id="p", model=ScriptedChatModel(policy=lambda m: "x"))
+    for bad in ({"max_steps": True}, {"max_steps": False}, {"is_task_complete": {"scorers": [], "threshold": True}}):
+        with pytest.raises(ValueError, match="max_steps|threshold"):
+            await parent.generate("go", **bad)
+    with pytest.raises(ValueError, match="max_steps"):
+        Agent(id="q", model=ScriptedChatModel(policy=lambda m: "x"), default_options={"max_steps": True})
+    # a model's `max_steps: true` is an argument error it sees, not a limit of 1
+    model = ScriptedChatModel(responses=[delegate("w", "go", max_steps=True), "ok"])  # type: ignore[arg-type]
+    parent = Agent(id="p", model=model, agents={"w": worker("w-agent")})
+    assert (await parent.generate("go")).text == "ok"
+    [error] = tool_results(model.calls[-1])
+    assert error.status == "error" and "max_steps" in error.content and "boolean" in error.content
