@@ -103,6 +103,8 @@ class ScriptedChatModel(BaseChatModel):
     output_tokens: int = 5
     finish_reason: str = "stop"
     model_name: str = "scripted"
+    provider: str | None = None
+    """Reported as `response_metadata["model_provider"]` (usage attribution in AG-UI)."""
     record_calls: bool = True
     """Keep every call's messages in `calls` (turn off for long-running servers)."""
 
@@ -175,11 +177,14 @@ class ScriptedChatModel(BaseChatModel):
             output_tokens=self.output_tokens,
             total_tokens=self.input_tokens + self.output_tokens,
         )
-        meta = {"finish_reason": self.finish_reason, "model_name": self.model_name}
+        meta: dict[str, Any] = {"finish_reason": self.finish_reason, "model_name": self.model_name}
+        if self.provider:
+            meta["model_provider"] = self.provider
         if isinstance(reply, AIMessage):
+            update: dict[str, Any] = {"response_metadata": {**meta, **reply.response_metadata}}
             if reply.usage_metadata is None:
-                reply = reply.model_copy(update={"usage_metadata": usage})
-            return reply
+                update["usage_metadata"] = usage
+            return reply.model_copy(update=update)
         if isinstance(reply, str):
             return AIMessage(content=reply, usage_metadata=usage, response_metadata=meta)
         if isinstance(reply, dict):
@@ -218,21 +223,32 @@ class ScriptedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=self._next_reply(messages, kwargs.get("tools")))])
 
     def _chunks(self, message: AIMessage) -> Iterator[ChatGenerationChunk]:
-        text = message.content if isinstance(message.content, str) else ""
-        pieces = _WORDS.findall(text) or [""]
-        for piece in pieces[:-1]:
-            yield ChatGenerationChunk(message=AIMessageChunk(content=piece, id=message.id))
+        """The reply as a provider would stream it: text word by word, list content block
+        by block (text blocks word by word, a thinking block's signature in a chunk of its
+        own, as Anthropic does), then tool calls, usage and metadata in the last chunk."""
+        content = message.content
+        if isinstance(content, str):
+            pieces = _WORDS.findall(content) or [""]
+            for piece in pieces[:-1]:
+                yield ChatGenerationChunk(message=AIMessageChunk(content=piece, id=message.id))
+            last: str | list[Any] = pieces[-1]
+        else:
+            for index, block in enumerate(content):
+                for part in _stream_block(block, index):
+                    yield ChatGenerationChunk(message=AIMessageChunk(content=[part], id=message.id))
+            last = ""
         tool_chunks = [
             {"name": c["name"], "args": _json(c["args"]), "id": c["id"], "index": i, "type": "tool_call_chunk"}
             for i, c in enumerate(message.tool_calls)
         ]
         yield ChatGenerationChunk(
             message=AIMessageChunk(
-                content=pieces[-1],
+                content=last,
                 id=message.id,
                 tool_call_chunks=tool_chunks,  # type: ignore[arg-type]
                 usage_metadata=message.usage_metadata,
                 response_metadata=message.response_metadata,
+                additional_kwargs=message.additional_kwargs,
                 chunk_position="last",
             )
         )
@@ -264,6 +280,20 @@ class ScriptedChatModel(BaseChatModel):
             if run_manager and chunk.text:
                 await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
+
+
+def _stream_block(block: Any, index: int) -> Iterator[dict[str, Any]]:
+    """The streamed parts of one content block (LangChain merges parts by `index`)."""
+    if isinstance(block, str):
+        block = {"type": "text", "text": block}
+    if block.get("type") == "text":
+        for piece in _WORDS.findall(str(block.get("text", ""))) or [""]:
+            yield {**block, "text": piece, "index": index}
+    elif block.get("type") == "thinking" and "signature" in block:
+        yield {**{k: v for k, v in block.items() if k != "signature"}, "index": index}
+        yield {"type": "thinking", "thinking": "", "signature": block["signature"], "index": index}
+    else:
+        yield {**block, "index": index}
 
 
 def _json(args: dict[str, Any]) -> str:

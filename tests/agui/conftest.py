@@ -13,8 +13,7 @@ import pytest
 from ag_ui.core import BaseEvent, ResumeEntry, RunAgentInput, Tool, UserMessage
 from ag_ui.encoder import EventEncoder
 from ag_ui_validate.pytest_plugin import validate_agui
-from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
-from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.messages import ToolMessage
 from pydantic import BaseModel
 
 from supervisor_graph import Agent, Memory, create_tool, suspend
@@ -25,33 +24,6 @@ RECORDINGS = Path(tempfile.gettempdir()) / "supervisor-graph-agui-recordings"
 
 
 # -- models -----------------------------------------------------------------------
-
-
-class BlockStreamingModel(ScriptedChatModel):
-    """A scripted model that also streams list content (reasoning blocks with their
-    signatures), the way Anthropic's chat model does."""
-
-    def _chunks(self, message: AIMessage) -> Iterator[ChatGenerationChunk]:
-        if not isinstance(message.content, list):
-            yield from super()._chunks(message)
-            return
-        for index, block in enumerate(message.content):
-            if block.get("type") == "thinking" and "signature" in block:
-                visible = {k: v for k, v in block.items() if k != "signature"}
-                yield ChatGenerationChunk(message=AIMessageChunk(content=[{**visible, "index": index}], id=message.id))
-                signature = {"type": "thinking", "thinking": "", "signature": block["signature"], "index": index}
-                yield ChatGenerationChunk(message=AIMessageChunk(content=[signature], id=message.id))
-            else:
-                yield ChatGenerationChunk(message=AIMessageChunk(content=[{**block, "index": index}], id=message.id))
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content="",
-                id=message.id,
-                usage_metadata=message.usage_metadata,
-                response_metadata={"model_name": self.model_name, "finish_reason": "stop", "model_provider": "anthropic"},
-                chunk_position="last",
-            )
-        )
 
 
 def after_tool(prefix: str, call: Any) -> Any:
@@ -217,7 +189,6 @@ def ledger() -> list[int]:
 
 __all__ = [
     "AGUIAgent",
-    "BlockStreamingModel",
     "after_tool",
     "ask_tool",
     "assert_valid",

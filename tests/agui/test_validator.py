@@ -17,7 +17,6 @@ from supervisor_graph import AbortController, Agent, Memory
 from supervisor_graph.testing import ScriptedChatModel
 from tests.agui.conftest import (
     AGUIAgent,
-    BlockStreamingModel,
     after_tool,
     ask_tool,
     boss,
@@ -46,7 +45,7 @@ async def text() -> list[BaseEvent]:
 
 async def reasoning() -> list[BaseEvent]:
     reply = AIMessage(content=[{"type": "thinking", "thinking": "Hmm.", "signature": "s1"}, {"type": "text", "text": "42"}])
-    bridge = AGUIAgent(Agent(id="solo", model=BlockStreamingModel(responses=[reply]), memory=Memory()), resource_id="u")
+    bridge = AGUIAgent(Agent(id="solo", model=ScriptedChatModel(responses=[reply], provider="anthropic"), memory=Memory()), resource_id="u")
     return await collect(bridge, make_input())
 
 

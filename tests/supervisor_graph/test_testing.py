@@ -61,3 +61,28 @@ def test_bad_reply_type() -> None:
     model = ScriptedChatModel(responses=[3.14])
     with pytest.raises(TypeError, match="cannot turn float"):
         model.invoke("x")
+
+
+async def test_list_content_streams_like_it_generates() -> None:
+    from langchain_core.messages import AIMessage
+
+    from supervisor_graph import Agent
+
+    def reply() -> AIMessage:
+        return AIMessage(
+            content=[
+                {"type": "reasoning", "reasoning": "Because the sky scatters blue."},
+                {"type": "text", "text": "The sky is "},
+                {"type": "text", "text": "blue."},
+            ]
+        )
+
+    generated = await Agent(id="a", model=ScriptedChatModel(responses=[reply()])).generate("why?")
+    assert generated.text == "The sky is blue."
+    stream = await Agent(id="a", model=ScriptedChatModel(responses=[reply()])).stream("why?")
+    chunks = [c async for c in stream.full_stream]
+    text = "".join(c.text for c in chunks if c.type == "text-delta")
+    reasoning = "".join(c.text for c in chunks if c.type == "reasoning-delta")
+    assert text == "The sky is blue." and reasoning == "Because the sky scatters blue."
+    assert len([c for c in chunks if c.type == "text-delta"]) > 1  # streamed in pieces, not in one
+    assert (await stream.result()).text == "The sky is blue."
