@@ -22,7 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from supervisor_graph.agent import Agent, check_cycles
-from supervisor_graph.models import resolve_model_string
+from supervisor_graph.models import check_credentials, model_strings, resolve_model_string
 from supervisor_graph.nodes.delegation import make_complete_node, make_start_node
 from supervisor_graph.nodes.errors import unwrapping_retry_on
 from supervisor_graph.nodes.iteration import make_iteration_node
@@ -145,5 +145,7 @@ def compile_agent(agent: Agent, checkpointer: Any = None, store: Any = None) -> 
     Platform supplies), each delegation in a namespace of its own.
     """
     check_cycles(agent)  # the tree may have been changed after construction
+    for value in model_strings(agent):
+        check_credentials(value)  # a clear error now, not a traceback at the first model call
     graph, _ = _build(agent, checkpointer=checkpointer, store=store)
     return graph

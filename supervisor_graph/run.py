@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 from supervisor_graph.checkpointers.leases import Acquired
 from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
 from supervisor_graph.errors import PendingApprovalError
+from supervisor_graph.models import check_credentials, model_strings
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
     RESOURCE_ID_KEY,
@@ -183,6 +184,8 @@ async def _prepare(
         raise ValueError(f"invalid run options: {exc}") from None
     # Check the input before the thread is taken: a refused call leaves it usable at once.
     messages = _input_messages(prompt) if resume is None else []
+    for value in _model_strings(agent, opts):
+        check_credentials(value)
     run_uuid = uuid.UUID(run_id) if run_id else uuid.uuid4()
     config: RunnableConfig = {"run_id": run_uuid, "recursion_limit": 10_000}
     thread_id = resource_id = None
@@ -262,6 +265,14 @@ async def _prepare(
             await run.release(ran=False)  # a repair that did not happen is owed to the next run
             raise
     return run
+
+
+def _model_strings(agent: Agent, opts: RunOptions) -> Iterator[str]:
+    yield from model_strings(agent)
+    if opts.is_task_complete is not None:
+        for scorer in opts.is_task_complete.scorers:
+            if isinstance(getattr(scorer, "model_string", None), str):
+                yield scorer.model_string
 
 
 async def _settle_thread(run: _Run, *, taken_over: bool) -> None:

@@ -17,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from supervisor_graph.models import parse_model_string, resolve_model_string
 from supervisor_graph.nodes.spec import maybe_await
 from supervisor_graph.nodes.task_complete import Score, ScoringContext, TaskCompleteOptions, TaskCompleteResult
 
@@ -87,17 +88,36 @@ class RubricScorer:
     structured output; the score is the share of criteria met, and unmet criteria
     (with the judge's reasons) become the feedback."""
 
-    def __init__(self, model: BaseChatModel, criteria: Sequence[Mapping[str, str]], id: str, name: str) -> None:
+    def __init__(self, model: BaseChatModel | str, criteria: Sequence[Mapping[str, str]], id: str, name: str) -> None:
         if not criteria:
             raise ValueError("create_rubric_scorer: give at least one criterion ({'description': ...})")
         self.id, self.name = id, name
         self.criteria = [str(c["description"]) for c in criteria]
-        self._judge = model.with_structured_output(CriterionVerdict)
+        if isinstance(model, str):
+            parse_model_string(model)  # a bad string is an error here; the key is needed at first use
+            self.model_string: str | None = model
+            self._judge_model: BaseChatModel | None = None
+        elif isinstance(model, BaseChatModel):
+            self.model_string, self._judge_model = None, model
+        else:
+            raise TypeError(
+                f"create_rubric_scorer: model must be a model string ('openai/<model>') or a LangChain "
+                f"BaseChatModel, not {type(model).__name__}"
+            )
+        self._judge: Any = None
+
+    @property
+    def judge(self) -> Any:
+        """The judge model with structured output (built at first use)."""
+        if self._judge is None:
+            model = self._judge_model or resolve_model_string(self.model_string or "")
+            self._judge = model.with_structured_output(CriterionVerdict)
+        return self._judge
 
     async def _verdict(self, context: ScoringContext, criterion: str) -> CriterionVerdict | str:
         prompt = f"Request:\n{context.run.input}\n\nAnswer:\n{context.run.output}\n\nCriterion:\n{criterion}"
         try:
-            verdict = await self._judge.ainvoke([SystemMessage(_JUDGE), HumanMessage(prompt)])
+            verdict = await self.judge.ainvoke([SystemMessage(_JUDGE), HumanMessage(prompt)])
         except Exception as exc:  # noqa: BLE001 - a broken judge fails the criterion, with a reason
             return f"the judge's verdict could not be read ({type(exc).__name__})"
         if isinstance(verdict, CriterionVerdict):
@@ -124,7 +144,8 @@ class RubricScorer:
 
 
 def create_rubric_scorer(
-    *, model: BaseChatModel, criteria: Sequence[Mapping[str, str]], id: str = "rubric", name: str = "Rubric"
+    *, model: BaseChatModel | str, criteria: Sequence[Mapping[str, str]], id: str = "rubric", name: str = "Rubric"
 ) -> RubricScorer:
-    """An LLM-judge scorer grading each of `criteria` (`[{"description": ...}, ...]`)."""
+    """An LLM-judge scorer grading each of `criteria` (`[{"description": ...}, ...]`);
+    `model` is a model string (`"openai/gpt-5-mini"`) or a LangChain chat model."""
     return RubricScorer(model=model, criteria=criteria, id=id, name=name)

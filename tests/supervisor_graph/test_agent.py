@@ -134,13 +134,14 @@ def test_duplicate_tool_names() -> None:
         Agent(id="p", model=model(), tools=[add, add])
 
 
-def test_string_model_needs_no_key_until_used(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_string_model_needs_no_key_to_declare_and_says_so_at_compile(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    agent = Agent(id="p", model="openai/gpt-5-mini")
-    agent.compile()  # compiling needs no key
+    agent = Agent(id="p", model="openai/gpt-5-mini")  # declaring needs no key
     from supervisor_graph import MissingAPIKeyError
 
+    with pytest.raises(MissingAPIKeyError, match="OPENAI_API_KEY"):
+        agent.compile()
     with pytest.raises(MissingAPIKeyError, match="OPENAI_API_KEY"):
         agent.generate_sync("hi")
 
@@ -153,7 +154,8 @@ def test_model_strings_resolve_to_chat_openai(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     for value in ("openai/gpt-5-mini", "openai:gpt-5-mini"):
-        chat = resolve_model_string(value)
+        chat = resolve_model_string(value).client()  # one ChatOpenAI per event loop
         assert isinstance(chat, ChatOpenAI)
         assert chat.model_name == "gpt-5-mini"
         assert str(chat.openai_api_base) == "http://127.0.0.1:9/v1"
+        assert chat.stream_usage  # asked for even with a base URL (OpenAI-compatible servers)
