@@ -418,7 +418,7 @@ def _console() -> Console:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from supervisor_graph.examples.research_write import build_agents
+    from supervisor_graph.examples.research_write import DEFAULT_PROMPT, PUBLISH_PROMPT, build_agents
 
     if args.model:
         try:
@@ -431,20 +431,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
             )
     agent = build_agents(args.model, latency=0.0 if args.model else 0.25)
     console = _console()
+    answerer = _answerer(args, console)
+    # The default request publishes (a tool that needs approval) whenever someone can
+    # answer: a person at a terminal, or --approve-all / --decline-all; otherwise (a
+    # script, CI) it only researches and writes, so the demo never stops to wait.
+    prompt = args.prompt or (PUBLISH_PROMPT if answerer.interactive or answerer.approve_all is not None else DEFAULT_PROMPT)
     source = args.model or "a scripted model, offline"
     console.print(Text.assemble(("research-and-write demo", "bold"), f" on {source}"))
-    console.print(Text.assemble(("prompt: ", "bold"), args.prompt))
-    return asyncio.run(_run(agent, args.prompt, {"max_steps": 10}, LiveView(console), _answerer(args, console)))
+    console.print(Text.assemble(("prompt: ", "bold"), prompt))
+    return asyncio.run(_run(agent, prompt, {"max_steps": 10}, LiveView(console), answerer))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     agent = load_agent(args.target)
     options: dict[str, Any] = {}
     if args.max_steps is not None:
+        if args.max_steps < 1:
+            raise CLIError(f"--max-steps must be at least 1, not {args.max_steps}")
         options["max_steps"] = args.max_steps
     opened: Memory | None = None
     if args.thread:
         if agent.memory is None:
+            folder = Path(args.db).expanduser().resolve().parent
+            if not folder.is_dir():
+                raise CLIError(f"--db {args.db}: the folder {str(folder)!r} does not exist; create it or pick another file")
             agent = agent.model_copy()
             agent.memory = opened = Memory(storage=f"file:{args.db}")  # assignment resets the copy's caches
         options["memory"] = {"thread": args.thread}
@@ -485,11 +495,10 @@ def cmd_draw(args: argparse.Namespace) -> int:
             _error(f"pyppeteer could not render the graph: {_one_line(exc)}")
             return 1
     else:
-        _error(
-            "no local PNG renderer is installed (pip install pygraphviz, or pyppeteer); "
-            f"`{PROG} draw {args.target}` prints Mermaid text you can render elsewhere"
+        raise CLIError(
+            "--png needs a local renderer: pip install pygraphviz (with Graphviz, e.g. apt-get install graphviz "
+            f"libgraphviz-dev) or pyppeteer; or drop --png: `{PROG} draw {args.target}` prints Mermaid text"
         )
-        return 1
     print(f"wrote {args.png}")
     return 0
 
@@ -514,14 +523,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from supervisor_graph.examples.research_write import DEFAULT_PROMPT
+    from supervisor_graph.examples.research_write import DEFAULT_PROMPT, PUBLISH_PROMPT
 
     parser = argparse.ArgumentParser(prog=PROG, description="Run, inspect and demo supervisor agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,run,draw,serve}")
 
     demo = sub.add_parser("demo", help="run the research-and-write example (offline unless --model)")
     demo.add_argument("--model", help="openai/<name>: use a real model (needs OPENAI_API_KEY or OPENAI_BASE_URL)")
-    demo.add_argument("--prompt", default=DEFAULT_PROMPT, help="what to ask the supervisor")
+    demo.add_argument(
+        "--prompt",
+        help=f"what to ask the supervisor (default: {PUBLISH_PROMPT!r} when an approval can be answered, "
+        f"{DEFAULT_PROMPT!r} otherwise)",
+    )
     _add_answer_flags(demo)
     demo.set_defaults(func=cmd_demo)
 

@@ -193,9 +193,22 @@ def test_draw_prints_mermaid(workdir: Path) -> None:
 )
 def test_draw_png_without_a_renderer(workdir: Path) -> None:
     proc = cli("draw", EXAMPLE, "--png", "graph.png", cwd=workdir)
-    assert proc.returncode == 1
-    assert "no local PNG renderer" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert_one_error_line(proc, "pip install pygraphviz", "pyppeteer")  # a fixable mistake: status 2
     assert not (workdir / "graph.png").exists()
+
+
+def test_run_refuses_a_db_in_a_missing_folder(workdir: Path) -> None:
+    proc = cli("run", "counter.py:agent", "hi", "--thread", "t", "--db", "no/such/folder/t.db", cwd=workdir)
+    assert_one_error_line(proc, "does not exist")
+    assert proc.stdout == "" and not (workdir / "no").exists()
+
+
+def test_demo_with_approve_all_exercises_the_approval(workdir: Path) -> None:
+    approved = cli("demo", "--approve-all", cwd=workdir, without_keys=True)
+    assert approved.returncode == 0, approved.stderr
+    assert "publish approved" in approved.stdout and "Published 'AI in education" in approved.stdout
+    declined = cli("demo", "--decline-all", cwd=workdir, without_keys=True)
+    assert declined.returncode == 0 and "Not published: The user declined" in declined.stdout
 
 
 @pytest.mark.parametrize("command", ["run", "draw"])
@@ -218,9 +231,10 @@ def test_bad_targets_give_one_line(workdir: Path, command: str, target: str, wor
     assert proc.stdout == ""
 
 
-def test_bad_run_options_give_one_line(workdir: Path) -> None:
+def test_bad_run_options_give_one_line_before_anything_is_printed(workdir: Path) -> None:
     proc = cli("run", "counter.py:agent", "hello", "--max-steps", "0", cwd=workdir)
-    assert_one_error_line(proc, "max_steps")
+    assert_one_error_line(proc, "--max-steps must be at least 1")
+    assert proc.stdout == ""
 
 
 def test_a_model_without_a_key_fails_with_one_line(workdir: Path) -> None:
