@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
-from supervisor_graph.checkpointers.leases import Acquired
+from supervisor_graph.checkpointers.leases import Lease
 from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
 from supervisor_graph.errors import PendingApprovalError
 from supervisor_graph.models import check_credentials, model_strings
@@ -112,10 +112,12 @@ class _Run:
     lease: ThreadLease | None = None
     durability: Any = None
     ephemeral: bool = False
+    # how the run ended: paused on approvals or not (None: it did not get to say)
+    waiting: bool | None = None
 
     async def release(self, *, ran: bool = True) -> None:
         if self.lease is not None:
-            await self.lease.release(ran=ran)
+            await self.lease.release(ran=ran, waiting=self.waiting if ran else None)
 
 
 def _input_messages(prompt: Any) -> list[BaseMessage]:
@@ -260,7 +262,8 @@ async def _prepare(
     )
     if lease is not None and resume is None:
         try:
-            await _settle_thread(run, taken_over=lease.acquired is Acquired.TAKEN_OVER)
+            assert lease.acquired is not None
+            await _settle_thread(run, lease.acquired)
         except BaseException:
             await run.release(ran=False)  # a repair that did not happen is owed to the next run
             raise
@@ -275,12 +278,15 @@ def _model_strings(agent: Agent, opts: RunOptions) -> Iterator[str]:
                 yield scorer.model_string
 
 
-async def _settle_thread(run: _Run, *, taken_over: bool) -> None:
+async def _settle_thread(run: _Run, lease: Lease) -> None:
     """Before new input runs on a thread: close what a crashed run left unanswered, and
-    refuse (or decline) approvals still waiting (SPEC §17, §19)."""
-    if taken_over:  # the previous run's process died mid-run
+    refuse (or decline) approvals still waiting (SPEC §17, §19). The lease row says
+    whether either can be the case, so a thread with neither is not read here."""
+    if lease.repair:  # the previous run's process died mid-run
         client = {name for name, tool in run.agent.tools.items() if is_client_tool(tool)}
         await close_unanswered(run.graph, run.config, lambda call: INTERRUPTED_TOOL_TEXT, "error", keep=client)
+    if not (lease.waiting or lease.repair):
+        return
     waiting, consumed = await pending_interrupts(run.graph, run.saver, run.config)
     if consumed and not waiting:  # approved calls cut short by a crash: they end as unknown
         await close_unanswered(run.graph, run.config, lambda call: INTERRUPTED_TOOL_TEXT, "error")
@@ -406,7 +412,8 @@ def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> Generate
 async def _after(run: _Run, result: GenerateResult) -> None:
     """Remember a paused run; forget an ephemeral run's thread once it has ended."""
     configurable = run.config.get("configurable") or {}
-    if any(item.is_interrupt for item in result.suspended):
+    run.waiting = any(item.is_interrupt for item in result.suspended)
+    if run.waiting:
         paused = PausedRun(
             thread_id=configurable["thread_id"],
             saver=run.saver,

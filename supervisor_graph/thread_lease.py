@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 
-from supervisor_graph.checkpointers.leases import Acquired, Leases, new_owner
+from supervisor_graph.checkpointers.leases import Lease, Leases, new_owner
 from supervisor_graph.errors import ThreadBusyError
 
 __all__ = ["ThreadLease"]
@@ -25,10 +25,10 @@ class ThreadLease:
         self.leases = leases
         self.thread_id = thread_id
         self.owner = new_owner()
-        self.acquired: Acquired | None = None
+        self.acquired: Lease | None = None
         self._heartbeat: asyncio.Task[None] | None = None
 
-    async def acquire(self) -> Acquired:
+    async def acquire(self) -> Lease:
         """Take the thread, or raise `ThreadBusyError` naming it."""
         got = await self.leases.acquire(self.thread_id, self.owner)
         if got is None:
@@ -50,15 +50,21 @@ class ThreadLease:
             except Exception as exc:  # noqa: BLE001 - a missed renewal is retried next period
                 log.warning("renewing the lease on thread %r failed: %s", self.thread_id, type(exc).__name__)
 
-    async def release(self, *, ran: bool = True) -> None:
+    async def release(self, *, ran: bool = True, waiting: bool | None = None) -> None:
         """Give the thread back. `ran=False`: this holder only read the thread, so a repair
-        that a taken-over lease announced is still owed to the next run."""
-        if self.acquired is None:
+        the lease announced is still owed to the next run. `waiting`: the run ended paused
+        on approvals (None: as it was when the lease was taken)."""
+        acquired = self.acquired
+        if acquired is None:
             return
-        keep_marker = not ran and self.acquired is Acquired.TAKEN_OVER
         self.acquired = None
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
-        await self.leases.release(self.thread_id, self.owner, keep_marker=keep_marker)
+        await self.leases.release(
+            self.thread_id,
+            self.owner,
+            repair=not ran and acquired.repair,
+            waiting=acquired.waiting if waiting is None else waiting,
+        )
