@@ -510,6 +510,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from supervisor_graph.agui import serve
     except ImportError as exc:
         raise CLIError(f"serve needs the agui extra: pip install 'supervisor-graph[agui]' ({exc.name} is missing)") from None
+    if args.workers < 1:
+        raise CLIError(f"--workers must be at least 1, not {args.workers}")
+    if args.workers > 1:
+        if agent.memory is None or agent.memory.kind not in ("sqlite", "postgres"):
+            raise CLIError(
+                f"--workers {args.workers} needs the agent's memory on sqlite or Postgres "
+                "(each worker is a process of its own; they share only the database)"
+            )
+        import uvicorn
+
+        from supervisor_graph.agui.workers import SERVE_ENV
+
+        os.environ[SERVE_ENV] = json.dumps(
+            {"target": args.target, "path": args.path, "resource": args.resource, "subagents": args.subagents}
+        )
+        print(f"serving {agent.id} over AG-UI at http://{args.host}:{args.port}{args.path} ({args.workers} workers)", flush=True)
+        uvicorn.run(
+            "supervisor_graph.agui.workers:app", factory=True, host=args.host, port=args.port, workers=args.workers, log_level="info"
+        )
+        return 0
     print(f"serving {agent.id} over AG-UI at http://{args.host}:{args.port}{args.path}", flush=True)
     serve(
         agent,
@@ -569,6 +589,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--subagents", choices=("hidden", "attributed"), default="hidden", help="how delegations are shown"
     )
     serve.add_argument("--resource", default="local-user", help="resource (user) id that owns the threads")
+    serve.add_argument(
+        "--workers", type=int, default=1, help="worker processes (more than 1 needs the agent's memory on sqlite or Postgres)"
+    )
     serve.set_defaults(func=cmd_serve)
     return parser
 

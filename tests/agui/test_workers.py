@@ -19,11 +19,11 @@ from tests.agui.test_endpoint import body, post
 
 
 @contextmanager
-def serve(storage: str) -> Iterator[str]:
+def serve(storage: str, *extra: str) -> Iterator[str]:
     port = free_port()
     target = f"{Path(__file__).parent / 'served.py'}:supervisor"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "supervisor_graph.cli", "serve", target, "--port", str(port)],
+        [sys.executable, "-m", "supervisor_graph.cli", "serve", target, "--port", str(port), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -61,3 +61,26 @@ async def test_a_thread_busy_on_one_server_is_busy_on_another(shared_storage: st
         # once the first run has ended, the other server takes the thread
         events, _, _ = await post(second, body("shared-thread", "hello again"))
         assert events[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_serve_with_two_workers_keeps_one_run_per_thread(shared_storage: str) -> None:
+    with serve(shared_storage, "--workers", "2") as url:
+        slow = [asyncio.ensure_future(post(url, body(f"thread-{i}", "slow work please"))) for i in range(2)]
+        await asyncio.sleep(1.0)  # both slow runs hold their threads, on whichever workers took them
+        for i in range(2):
+            events, _, _ = await post(url, body(f"thread-{i}", "hello"))
+            assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "THREAD_BUSY"
+        for done in await asyncio.gather(*slow):
+            assert done[0][-1]["type"] == "RUN_FINISHED"
+
+
+def test_serve_refuses_workers_without_a_shared_database() -> None:
+    target = f"{Path(__file__).parent / 'served.py'}:supervisor"
+    proc = subprocess.run(
+        [sys.executable, "-m", "supervisor_graph.cli", "serve", target, "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "SG_AGUI_STORAGE"},
+    )
+    assert proc.returncode == 2 and "sqlite or Postgres" in proc.stderr

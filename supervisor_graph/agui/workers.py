@@ -1,0 +1,29 @@
+"""The AG-UI app for `supervisor-graph serve --workers N`: uvicorn starts each worker
+process from an import string, so each one loads the agent again from the target the
+command was given (carried in `SUPERVISOR_GRAPH_SERVE`). Workers share nothing but the
+agent's database: thread leases and thread ownership live there (SPEC §19, §20)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from fastapi import FastAPI
+
+__all__ = ["SERVE_ENV", "app"]
+
+SERVE_ENV = "SUPERVISOR_GRAPH_SERVE"
+
+
+def app() -> FastAPI:
+    """uvicorn's app factory in each worker process."""
+    from supervisor_graph.agui.endpoint import create_app
+    from supervisor_graph.cli import load_agent
+
+    settings = json.loads(os.environ[SERVE_ENV])
+    return create_app(
+        load_agent(settings["target"]),
+        settings["path"],
+        resource_id=settings["resource"],
+        subagent_visibility=settings["subagents"],
+    )
