@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench.aegra import ScaleoutSpec, scaleout
 from bench.agui import AguiSpec, agui_endpoint
 from bench.concurrency import ConcurrencySpec, concurrency
 from bench.contenders import CONTENDERS
@@ -29,7 +30,7 @@ def _progress(message: str) -> None:
     print(message, flush=True)
 
 
-SCENARIOS = ("timing", "writes", "context", "conversation", "long", "profile", "concurrency", "agui")
+SCENARIOS = ("timing", "writes", "context", "conversation", "long", "profile", "concurrency", "agui", "scaleout")
 MB = 1024 * 1024
 
 
@@ -57,6 +58,8 @@ LONG_CONVERSATION = ConversationSpec(
 )
 CONCURRENCY = ConcurrencySpec(runs=1000, rounds=3, warmup=5)
 AGUI = AguiSpec(clients=50, runs=500, warmup=10)
+SCALEOUT = ScaleoutSpec(runs=60, clients=20, warmup=4)
+QUICK_SCALEOUT = ScaleoutSpec(runs=6, clients=3, warmup=1)
 QUICK = {
     "conversation": {"turns": 6, "repeats": 1, "window": 3},
     "long": {"turns": 10, "repeats": 1, "window": 3},
@@ -154,6 +157,13 @@ async def _run(cfg: Config, skip: frozenset[str]) -> Results:
         )
     if cfg.agui is not None:
         steps.append((f"AG-UI endpoint ({cfg.agui.clients} clients, {cfg.agui.runs} runs)", agui_step))
+    if "scaleout" not in skip:
+        spec = QUICK_SCALEOUT if cfg.quick else SCALEOUT
+
+        async def scaleout_step() -> None:
+            results.scaleout = await scaleout(spec, cfg.workdir)
+
+        steps.append((f"scale-out on Aegra: 1 server, then 2 ({spec.runs} runs, {spec.clients} clients)", scaleout_step))
     for i, (title, step) in enumerate(steps, 1):
         _progress(f"[{i}/{len(steps)}] {title}")
         began = time.perf_counter()

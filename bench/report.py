@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from bench.aegra import ScaleoutResult, summary
 from bench.agui import AguiResult
 from bench.concurrency import ConcurrencyRun
 from bench.contenders import CONTENDERS
@@ -33,6 +34,7 @@ H_CONVERSATION = "-turn conversation on sqlite"  # preceded by "## <turns>"
 H_PROFILE = "## Profile of ours"
 H_CONCURRENCY = "## Concurrency"
 H_AGUI = "## AG-UI endpoint"
+H_SCALEOUT = "## Scale-out on Aegra"
 H_TRIED = "## What was tried"
 HEADINGS = (H_MACHINE, H_TARGETS, H_TIMING, H_WRITES, H_CONTEXT, H_CONVERSATION, H_CONCURRENCY, H_AGUI, H_TRIED)
 TIMING_FLOOR_TARGET = 1.3
@@ -53,6 +55,7 @@ class Results:
     profile: Profile | None = None
     concurrency: ConcurrencyRun | None = None
     agui: AguiResult | None = None
+    scaleout: ScaleoutResult | None = None
     elapsed: float = 0.0
 
 
@@ -810,6 +813,7 @@ def render(r: Results) -> str:
         _profile(r),
         _concurrency(r),
         _agui(r),
+        _scaleout(r),
         _what_was_tried(found),
     ]
     out = intro
@@ -817,6 +821,32 @@ def render(r: Results) -> str:
         if section:
             out += ["", *section]
     return "\n".join(out) + "\n"
+
+
+def _scaleout(r: Results) -> list[str]:
+    s = r.scaleout
+    if s is None:
+        return []
+    lines = [f"{H_SCALEOUT}: one server, then two sharing one database", ""]
+    if not s.available:
+        return lines + [f"Not available: {s.reason}."]
+    lines += [
+        f"The example supervisor (`aegra.json`, scripted models, no latency) on Aegra {s.versions.get('aegra-api', '')} "
+        "(`aegra serve` from `.venv-aegra`, Python 3.12; `REDIS_BROKER_ENABLED=true`, 3 workers of 10 jobs per "
+        f"server), first one server, then two sharing one fresh Postgres database and one Redis queue. The same "
+        f"client load each time: {s.spec.clients} concurrent `langgraph_sdk` clients in the benchmark's process, "
+        f"`runs.wait` on a new thread each, until {s.spec.runs} runs are done (after {s.spec.warmup} warm-up runs "
+        "per server), round-robin over the servers; each answer is checked. On this 2-core machine the servers "
+        "compete for the same cores as the clients, Postgres and Redis, so the figure shows what a second server "
+        "costs and that nothing fails rather than a speed-up. Latency is mostly the server's: its Postgres-backed "
+        "run records, the Redis queue and `runs.wait` polling (the graph itself runs in a few ms, see above).",
+        "",
+    ]
+    rows = [
+        [str(row["servers"]), f"{row['runs_per_s']:.1f}", f"{row['p50'] * 1000:.0f}", f"{row['p99'] * 1000:.0f}", str(row["failures"])]
+        for row in summary(s)
+    ]
+    return lines + _table(["servers", "runs/s", "latency p50 (ms)", "latency p99 (ms)", "failed runs"], rows)
 
 
 def _color(name: str) -> str:

@@ -3,142 +3,63 @@
 both all finish, and a server killed with SIGKILL mid-run loses no run and repeats no
 side effect.
 
-Aegra needs Python 3.12+: the test builds `.venv-aegra` (pyenv's or the PATH's
+Aegra needs Python 3.12+: `bench.aegra` builds `.venv-aegra` (pyenv's or the PATH's
 python3.12, `aegra-api` / `aegra-cli` 0.11 and this project) once, and reuses it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import random
 import re
-import shutil
 import signal
-import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.agui.conftest import free_port
+from bench.aegra import aegra_command, aegra_env, aegra_server, write_config
 from tests.conftest import fresh_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv-aegra"
-AEGRA_PACKAGES = ["aegra-api==0.11.*", "aegra-cli==0.11.*"]
-
-
-def python312() -> str | None:
-    """A working Python 3.12+ (pyenv's shims exist even where the version is not active)."""
-    candidates = [
-        os.environ.get("SUPERVISOR_GRAPH_PY312"),
-        *sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.1[2-9]*/bin/python3")),
-        shutil.which("python3.12"),
-        shutil.which("python3.13"),
-    ]
-    for candidate in candidates:
-        if candidate and subprocess.run(
-            [candidate, "-c", "import sys; assert sys.version_info >= (3, 12)"], capture_output=True
-        ).returncode == 0:
-            return candidate
-    return None
 
 
 @pytest.fixture(scope="module")
 def aegra() -> str:
     """The `aegra` command of a Python 3.12 venv with this project installed."""
-    command = VENV / "bin" / "aegra"
-    if not command.exists():
-        python = python312()
-        if python is None:
-            message = "AEGRA TEST SKIPPED: no Python 3.12+ interpreter found (pyenv 3.12, python3.12 on PATH, or SUPERVISOR_GRAPH_PY312)"
-            print(f"\n{'!' * 20} {message} {'!' * 20}", file=sys.stderr)
-            pytest.skip(message)
-        subprocess.run([python, "-m", "venv", str(VENV)], check=True)
-        subprocess.run(
-            [str(VENV / "bin" / "pip"), "install", "-q", *AEGRA_PACKAGES, "-e", str(ROOT)], check=True, timeout=900
-        )
-    return str(command)
-
-
-@contextmanager
-def aegra_server(aegra: str, config: Path, env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str], Path]]:
-    port = free_port()
-    log = config.parent / f"aegra-{port}.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [aegra, "serve", "--host", "127.0.0.1", "--port", str(port), "--config", str(config)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=config.parent,
-            text=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"aegra serve did not come up:\n{log.read_text()[-4000:]}")
-            time.sleep(0.2)
-        yield url, proc, log
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    command = aegra_command()
+    if command is None:
+        message = "AEGRA TEST SKIPPED: no Python 3.12+ interpreter found (pyenv 3.12, python3.12 on PATH, or SUPERVISOR_GRAPH_PY312)"
+        print(f"\n{'!' * 20} {message} {'!' * 20}", file=sys.stderr)
+        pytest.skip(message)
+    return command
 
 
 @pytest.fixture(scope="module")
 def cluster(aegra: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    """Two Aegra servers on one fresh Postgres database and one Redis database."""
+    """Two Aegra servers on one fresh Postgres database and one Redis queue."""
     work = tmp_path_factory.mktemp("aegra")
-    config = work / "aegra.json"
-    config.write_text(
-        json.dumps(
-            {
-                "dependencies": [str(ROOT)],
-                "graphs": {
-                    "supervisor": str(ROOT / "supervisor_graph/examples/research_write.py") + ":graph",
-                    "slow": str(ROOT / "tests/aegra/slow_graph.py") + ":graph",
-                },
-            }
-        )
+    config = write_config(
+        work,
+        {
+            "supervisor": str(ROOT / "supervisor_graph/examples/research_write.py") + ":graph",
+            "slow": str(ROOT / "tests/aegra/slow_graph.py") + ":graph",
+        },
     )
     ledger = work / "ledger"
-    redis_db = random.randint(1, 15)
     with fresh_postgres() as database, ExitStack() as servers:
-        env = {
-            **os.environ,
-            "DATABASE_URL": database,
-            "REDIS_BROKER_ENABLED": "true",
-            "REDIS_URL": f"redis://127.0.0.1:6379/{redis_db}",
-            "WORKER_QUEUE_KEY": f"sg-test:{uuid.uuid4().hex[:8]}",
-            "REDIS_CHANNEL_PREFIX": f"sg-test:{uuid.uuid4().hex[:8]}:",
-            "N_JOBS_PER_WORKER": "10",
+        env = aegra_env(
+            database,
+            random.randint(1, 15),
+            N_JOBS_PER_WORKER="10",
             # fast crash recovery for the test (defaults: 30 s lease, 15 s reaper)
-            "LEASE_DURATION_SECONDS": "5",
-            "HEARTBEAT_INTERVAL_SECONDS": "2",
-            "REAPER_INTERVAL_SECONDS": "2",
-            "LANGGRAPH_NO_VERSION_CHECK": "true",
-            "SG_AEGRA_LEDGER": str(ledger),
-        }
-        for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-            env.pop(key, None)
+            LEASE_DURATION_SECONDS="5",
+            HEARTBEAT_INTERVAL_SECONDS="2",
+            REAPER_INTERVAL_SECONDS="2",
+            SG_AEGRA_LEDGER=str(ledger),
+        )
         # the first server runs the migrations; the second starts once it answers
         first = servers.enter_context(aegra_server(aegra, config, env))
         second = servers.enter_context(aegra_server(aegra, config, env))
