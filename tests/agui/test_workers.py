@@ -84,3 +84,11 @@ def test_serve_refuses_workers_without_a_shared_database() -> None:
         env={k: v for k, v in os.environ.items() if k != "SG_AGUI_STORAGE"},
     )
     assert proc.returncode == 2 and "sqlite or Postgres" in proc.stderr
+
+
+async def test_thread_ownership_holds_across_server_processes(shared_storage: str) -> None:
+    with serve(shared_storage, "--resource", "alice") as alice, serve(shared_storage, "--resource", "bob") as bob:
+        events, _, _ = await post(alice, body("alice-thread", "hello"))
+        assert events[-1]["type"] == "RUN_FINISHED"
+        events, _, _ = await post(bob, body("alice-thread", "let me in"))
+        assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "THREAD_FORBIDDEN"
