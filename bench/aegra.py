@@ -9,9 +9,11 @@ second and latency for one server, then two, under the same client load.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -30,7 +32,11 @@ __all__ = [
     "aegra_command",
     "aegra_env",
     "aegra_server",
+    "free_port",
+    "kill_server",
+    "server_alive",
     "python312",
+    "running",
     "scaleout",
     "summary",
     "write_config",
@@ -87,7 +93,7 @@ def aegra_env(database: str, redis_db: int, **extra: str) -> dict[str, str]:
     return env
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
 
     with socket.socket() as sock:
@@ -96,41 +102,58 @@ def _free_port() -> int:
 
 
 @contextmanager
-def aegra_server(aegra: str, config: Path, env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str], Path]]:
-    """One `aegra serve` on a free loopback port: (url, process, log file)."""
+def running(command: list[str], health_url: str, *, env: dict[str, str], log: Path, cwd: Path | None = None) -> Iterator[subprocess.Popen[str]]:
+    """`command` in a subprocess (output to `log`), once `health_url` answers 200;
+    terminated (killed if need be) afterwards. It leads a process group of its own:
+    `aegra serve` runs the server as a child process, and `kill_server` / the cleanup here
+    must reach it too."""
     import httpx
 
-    port = _free_port()
-    log = config.parent / f"aegra-{port}.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [aegra, "serve", "--host", "127.0.0.1", "--port", str(port), "--config", str(config)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=config.parent,
-            text=True,
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd, text=True, start_new_session=True
         )
-    url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
         while True:
             try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                if httpx.get(health_url, timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"aegra serve did not come up:\n{log.read_text()[-4000:]}")
+                raise RuntimeError(f"{command[0]} did not come up:\n{log.read_text()[-4000:]}")
             time.sleep(0.2)
-        yield url, proc, log
+        yield proc
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        kill_server(proc, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while server_alive(proc) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        kill_server(proc, signal.SIGKILL)
+        proc.wait(5)
+
+
+def kill_server(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
+    """Signal a server started by `running` and every process it started."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+
+
+def server_alive(proc: subprocess.Popen[str]) -> bool:
+    """True while any process of the server's group is alive (not counting zombies)."""
+    out = subprocess.run(["ps", "-o", "stat=", "--sid", str(proc.pid)], capture_output=True, text=True).stdout
+    return any(not state.startswith("Z") for state in out.split())
+
+
+@contextmanager
+def aegra_server(aegra: str, config: Path, env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str], Path]]:
+    """One `aegra serve` on a free loopback port: (url, process, log file)."""
+    port = free_port()
+    url, log = f"http://127.0.0.1:{port}", config.parent / f"aegra-{port}.log"
+    command = [aegra, "serve", "--host", "127.0.0.1", "--port", str(port), "--config", str(config)]
+    with running(command, f"{url}/health", env=env, log=log, cwd=config.parent) as proc:
+        yield url, proc, log
 
 
 def write_config(folder: Path, graphs: dict[str, str]) -> Path:

@@ -9,17 +9,15 @@ a tool call); every request body is kept in `requests`.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from tests.agui.conftest import free_port
+from tests.agui.conftest import ThreadServer
 
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 
@@ -30,26 +28,18 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         app = FastAPI()
         app.post("/v1/chat/completions")(self._chat)
-        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._server = ThreadServer(app)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.config.port}/v1"
+        return f"{self._server.url}/v1"
 
     def __enter__(self) -> FakeOpenAI:
-        self._thread.start()
-        deadline = time.monotonic() + 20
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the fake OpenAI server did not start")
-            time.sleep(0.02)
+        self._server.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
+        self._server.__exit__(*exc)
 
     async def _chat(self, request: Request) -> Any:
         body = await request.json()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-import signal
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.aegra import aegra_command, aegra_env, aegra_server, write_config
+from bench.aegra import aegra_command, aegra_env, aegra_server, kill_server, server_alive, write_config
 from tests.conftest import fresh_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,8 +132,10 @@ async def test_a_server_killed_mid_run_loses_no_run(cluster: dict) -> None:
         if victim_runs:
             break
     assert victim_runs, "the first server never took a run from the shared queue"
-    cluster["procs"][0].send_signal(signal.SIGKILL)  # mid-run: inside the slow subagent's model call
+    kill_server(cluster["procs"][0])  # SIGKILL to the server and its worker processes, mid-run
     cluster["procs"][0].wait(10)
+    await asyncio.sleep(0.5)
+    assert not server_alive(cluster["procs"][0]), "the killed server still runs"
     for thread_id, run_id in started:
         done = await b.runs.join(thread_id, run_id)
         assert done["messages"][-1]["content"].startswith("finished: done: recorded entry"), done

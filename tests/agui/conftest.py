@@ -16,6 +16,7 @@ from ag_ui_validate.pytest_plugin import validate_agui
 from langchain_core.messages import ToolMessage
 from pydantic import BaseModel
 
+from bench.aegra import free_port
 from supervisor_graph import Agent, Memory, create_tool, suspend
 from supervisor_graph.agui import AGUIAgent
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
@@ -212,14 +213,6 @@ __all__ = [
 # -- servers ------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class ThreadServer:
     """uvicorn serving `app` on loopback from a background thread."""
 
@@ -258,33 +251,14 @@ class ThreadServer:
 def served_cli() -> Iterator[str]:
     """`supervisor-graph serve tests/agui/served.py:supervisor --subagents attributed` in a
     subprocess; yields its endpoint URL."""
-    import subprocess
+    import os
     import sys
-    import time
 
-    import httpx
+    from bench.aegra import running
 
     port = free_port()
     target = f"{Path(__file__).parent / 'served.py'}:supervisor"
     command = [sys.executable, "-m", "supervisor_graph.cli", "serve", target, "--port", str(port), "--subagents", "attributed"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}/agent"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                output = proc.stdout.read() if proc.stdout else ""
-                raise RuntimeError(f"supervisor-graph serve did not come up:\n{output}")
-            time.sleep(0.1)
+    with running(command, f"{url}/health", env=dict(os.environ), log=RECORDINGS.parent / f"supervisor-graph-serve-{port}.log"):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()

@@ -7,14 +7,12 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
-from tests.agui.conftest import free_port
+from bench.aegra import free_port, running
 from tests.agui.test_endpoint import body, post
 
 
@@ -22,32 +20,11 @@ from tests.agui.test_endpoint import body, post
 def serve(storage: str, *extra: str) -> Iterator[str]:
     port = free_port()
     target = f"{Path(__file__).parent / 'served.py'}:supervisor"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "supervisor_graph.cli", "serve", target, "--port", str(port), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "SG_AGUI_STORAGE": storage},
-    )
+    command = [sys.executable, "-m", "supervisor_graph.cli", "serve", target, "--port", str(port), *extra]
     url = f"http://127.0.0.1:{port}/agent"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"supervisor-graph serve did not come up:\n{proc.stdout.read() if proc.stdout else ''}")
-            time.sleep(0.1)
+    log = Path(tempfile.gettempdir()) / f"supervisor-graph-serve-{port}.log"
+    with running(command, f"{url}/health", env={**os.environ, "SG_AGUI_STORAGE": storage}, log=log):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 async def test_a_thread_busy_on_one_server_is_busy_on_another(shared_storage: str) -> None:
