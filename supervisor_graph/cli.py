@@ -46,7 +46,7 @@ from supervisor_graph.agent import Agent
 from supervisor_graph.chunks import StreamChunk
 from supervisor_graph.errors import MissingAPIKeyError, SupervisorGraphError
 from supervisor_graph.memory import Memory
-from supervisor_graph.models import parse_model_string
+from supervisor_graph.models import check_credentials, parse_model_string
 from supervisor_graph.nodes.tools import DECLINED_TEXT
 from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
 
@@ -422,13 +422,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if args.model:
         try:
-            provider, _ = parse_model_string(args.model)
-        except ValueError as exc:
-            raise CLIError(str(exc)) from None
-        if provider == "openai" and not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+            parse_model_string(args.model)
+            check_credentials(args.model)
+        except MissingAPIKeyError:
             raise CLIError(
                 f"--model {args.model} needs OPENAI_API_KEY (or OPENAI_BASE_URL); run without --model for the offline demo"
-            )
+            ) from None
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
     agent = build_agents(args.model, latency=0.0 if args.model else 0.25)
     console = _console()
     answerer = _answerer(args, console)

@@ -18,7 +18,7 @@ from supervisor_graph.errors import NothingPendingError
 from supervisor_graph.nodes.tools import approval_answer, is_cancel
 from supervisor_graph.paused import PausedRun
 from supervisor_graph.run import AgentStream, GenerateResult, _generate, _prepare, _Run, paused_runs
-from supervisor_graph.transcript import pending_interrupts as waiting_interrupts
+from supervisor_graph.transcript import waiting_interrupts
 
 if TYPE_CHECKING:
     from langgraph.types import Interrupt

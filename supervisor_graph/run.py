@@ -41,7 +41,7 @@ from supervisor_graph.transcript import (
     ABORTED_TOOL_TEXT,
     DROPPED_TOOL_TEXT,
     close_unanswered,
-    pending_interrupts,
+    waiting_interrupts,
 )
 
 if TYPE_CHECKING:
@@ -283,11 +283,12 @@ async def _settle_thread(run: _Run, lease: Lease) -> None:
     refuse (or decline) approvals still waiting (SPEC §17, §19). The lease row says
     whether either can be the case, so a thread with neither is not read here."""
     if lease.repair:  # the previous run's process died mid-run
-        client = {name for name, tool in run.agent.tools.items() if is_client_tool(tool)}
-        await close_unanswered(run.graph, run.config, lambda call: INTERRUPTED_TOOL_TEXT, "error", keep=client)
+        await close_unanswered(
+            run.graph, run.config, lambda call: INTERRUPTED_TOOL_TEXT, "error", keep=_client_tools(run.agent)
+        )
     if not (lease.waiting or lease.repair):
         return
-    waiting, consumed = await pending_interrupts(run.graph, run.saver, run.config)
+    waiting, consumed = await waiting_interrupts(run.graph, run.saver, run.config)
     if consumed and not waiting:  # approved calls cut short by a crash: they end as unknown
         await close_unanswered(run.graph, run.config, lambda call: INTERRUPTED_TOOL_TEXT, "error")
         return
@@ -365,9 +366,14 @@ def _pending(run: _Run, interrupts: Sequence[Any]) -> list[PendingItem]:
     return items
 
 
+def _client_tools(agent: Agent) -> set[str]:
+    """Names of the agent's tools that the caller runs (no `execute`)."""
+    return {name for name, tool in agent.tools.items() if is_client_tool(tool)}
+
+
 def _client_calls(run: _Run, messages: Sequence[BaseMessage]) -> list[PendingItem]:
     """The top-level agent's client-tool calls its run ended on, for the caller to answer."""
-    tools = run.agent.tools
+    client = _client_tools(run.agent)
     return [
         PendingItem(
             kind="client_tool",
@@ -378,7 +384,7 @@ def _client_calls(run: _Run, messages: Sequence[BaseMessage]) -> list[PendingIte
             run_id=run.run_id,
         )
         for call in unanswered(messages)
-        if call["name"] in tools and is_client_tool(tools[call["name"]])
+        if call["name"] in client
     ]
 
 

@@ -21,7 +21,7 @@ __all__ = [
     "DROPPED_TOOL_TEXT",
     "INTERRUPTED_TOOL_TEXT",
     "close_unanswered",
-    "pending_interrupts",
+    "waiting_interrupts",
 ]
 
 ABORTED_TOOL_TEXT = "[Aborted] The run was cancelled before this tool call finished."
@@ -59,7 +59,7 @@ async def close_unanswered(
     return values
 
 
-async def pending_interrupts(graph: Any, saver: Any, config: RunnableConfig) -> tuple[list[Interrupt], list[Interrupt]]:
+async def waiting_interrupts(graph: Any, saver: Any, config: RunnableConfig) -> tuple[list[Interrupt], list[Interrupt]]:
     """The interrupts on a thread: those still waiting for an answer, and approvals
     already consumed by a call that started and was cut short (a crash inside the tool),
     which are never offered again. One cheap read when there are none."""
