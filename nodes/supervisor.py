@@ -79,14 +79,14 @@ def _repair_calls(ai: AIMessage) -> tuple[AIMessage, list[ToolMessage]]:
     Every call gets an id of its own: a model that repeats an id (or gives none) would
     otherwise have two calls answer one id.
     """
+    ids = [call["id"] for call in ai.tool_calls]
+    if not ai.invalid_tool_calls and all(ids) and len(set(ids)) == len(ids):
+        return ai, []  # the common turn: nothing to copy
     calls: list[dict[str, Any]] = [dict(call) for call in ai.tool_calls]
     details: dict[int, str] = {}
     for bad in ai.invalid_tool_calls:
         details[len(calls)] = bad.get("error") or f"arguments were not valid JSON: {json.dumps(bad.get('args'))[:200]}"
         calls.append({"name": bad.get("name") or "unknown", "args": {}, "id": bad.get("id") or "", "type": "tool_call"})
-    ids = [call["id"] for call in calls]
-    if not details and all(ids) and len(set(ids)) == len(ids):
-        return ai, []
     seen: set[str] = set()
     for call in calls:
         base = call["id"] or f"call_{uuid.uuid4().hex[:24]}"
