@@ -13,6 +13,10 @@ module, so an upgrade that changes one of them breaks here, in one place, and
   history cache in `delta_cache.py` overrides): messages stored as deltas, so storage
   grows linearly with a conversation. LangGraph marks them beta.
 - `INTERRUPT_WRITE`: the pending-write channel naming an interrupt.
+- `namespaced_config`: writing a delegation's state (its working memory) from outside
+  the graph that ran it. A graph's state methods look a namespaced config's subgraph up
+  among their own nodes unless the config already names a checkpointer
+  (`CONFIG_KEY_CHECKPOINTER`), which makes them act on the namespace directly.
 """
 
 from __future__ import annotations
@@ -20,11 +24,19 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import WRITES_IDX_MAP, DeltaChannelHistory
 from langgraph.pregel._read import ChannelRead
 
-__all__ = ["INTERRUPT_WRITE", "WRITES_IDX_MAP", "DeltaChannel", "DeltaChannelHistory", "read_channel"]
+__all__ = [
+    "INTERRUPT_WRITE",
+    "WRITES_IDX_MAP",
+    "DeltaChannel",
+    "DeltaChannelHistory",
+    "namespaced_config",
+    "read_channel",
+]
 
 # The channel of a pending write that records an interrupt (a cheap "is anything pending?"
 # test on a checkpoint tuple, before reading the whole state).
@@ -34,3 +46,9 @@ INTERRUPT_WRITE = "__interrupt__"
 def read_channel(config: RunnableConfig, channel: str) -> Any:
     """The committed value of `channel` in the graph running the current node (no copy)."""
     return ChannelRead.do_read(config, select=channel, fresh=False)
+
+
+def namespaced_config(config: RunnableConfig, saver: Any) -> RunnableConfig:
+    """`config` (with a `checkpoint_ns`) made to address that namespace's own state
+    through `saver`, whatever graph reads or writes it."""
+    return {**config, "configurable": {**(config.get("configurable") or {}), CONFIG_KEY_CHECKPOINTER: saver}}

@@ -30,7 +30,7 @@ from supervisor_graph.nodes.routing import SUPERVISOR_NODE, DelegationTask
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec, maybe_await
 from supervisor_graph.nodes.state import Usage
-from supervisor_graph.nodes.supervisor import iteration_of_run
+from supervisor_graph.nodes.supervisor import free_updates, iteration_of_run
 from supervisor_graph.nodes.text import text_of
 
 __all__ = [
@@ -345,7 +345,7 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
         ctx = DelegationStartContext(
             primitive_id=sub_id,
             prompt=task["prompt"],
-            iteration=iteration_of_run(messages),
+            iteration=iteration_of_run(messages, free_updates(parent, opts)),
             request_context=child,
             tool_call_id=tool_call_id,
             run_id=handle.run_id,

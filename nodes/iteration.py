@@ -24,7 +24,7 @@ from supervisor_graph.nodes.routing import SUPERVISOR_NODE, after_answer, dispat
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec, maybe_await
 from supervisor_graph.nodes.state import SupervisorState, feedback_message
-from supervisor_graph.nodes.supervisor import end_update, finish_reason_of, iteration_of_run
+from supervisor_graph.nodes.supervisor import end_update, finish_reason_of, free_updates, iteration_of_run
 from supervisor_graph.nodes.text import text_of
 
 __all__ = ["STOPPED_TOOL_TEXT", "IterationContext", "IterationResult", "make_iteration_node", "stopped_result"]
@@ -64,7 +64,7 @@ def make_iteration_node(spec: AgentSpec) -> Any:
         messages = state.get("messages") or []
         index, ai = last_turn(messages)
         assert ai is not None, "the iteration node runs after a supervisor turn"
-        count = iteration_of_run(messages)
+        count = iteration_of_run(messages, free_updates(spec, opts))
         reason = "tool-calls" if ai.tool_calls else finish_reason_of(ai)
         hook = opts.on_iteration_complete
         decision = IterationResult()

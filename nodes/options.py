@@ -143,6 +143,8 @@ class RunHandle:
     stream_events: bool = True
     # The run's checkpointer is durable (sqlite, Postgres): what is checkpointed must be JSON.
     durable: bool = False
+    # Working memory of a run without a thread (SPEC §8), shared with its delegations.
+    scratch: dict[str, Any] = field(default_factory=dict)
 
     @property
     def root(self) -> RequestContext:

@@ -18,6 +18,7 @@ from langchain_core.tools import BaseTool
 
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
+from supervisor_graph.nodes.working_memory import WorkingMemory
 
 __all__ = ["AgentSpec", "DELEGATION_PREFIX", "maybe_await", "with_refs_parameter"]
 
@@ -83,6 +84,7 @@ class AgentSpec:
     defaults: RunOptions
     # tools without `execute`: the caller runs them
     client_tools: frozenset[str] = frozenset()
+    working_memory: WorkingMemory | None = None
     # (id(model), with refs) -> (model, bound model); holding the model keeps its id
     # from being reused while the entry lives
     _bound: dict[tuple[int, bool], tuple[Any, Runnable[Any, Any]]] = field(default_factory=dict)
@@ -95,6 +97,8 @@ class AgentSpec:
             return entry[1]
         delegation = [with_refs_parameter(s) for s in self.delegation_schemas] if with_refs else self.delegation_schemas
         schemas: list[Any] = [*delegation, *self.tools.values()]
+        if self.working_memory is not None:
+            schemas.append(self.working_memory.tool_schema())
         bound: Runnable[Any, Any] = model.bind_tools(schemas) if schemas else model
         if len(self._bound) >= 64:
             self._bound.clear()

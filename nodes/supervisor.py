@@ -31,22 +31,51 @@ from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input
 from supervisor_graph.nodes.text import reasoning_artifacts
+from supervisor_graph.nodes.working_memory import (
+    WORKING_MEMORY_TOOL,
+    WorkingMemoryError,
+    apply_update,
+    is_update_turn,
+    read_value,
+    update_result,
+    write_value,
+)
 
-__all__ = ["end_update", "finish_reason_of", "iteration_of_run", "make_supervisor_node", "model_input", "route_turn"]
+__all__ = [
+    "end_update",
+    "finish_reason_of",
+    "free_updates",
+    "iteration_of_run",
+    "make_supervisor_node",
+    "model_input",
+    "route_turn",
+]
 
 log = logging.getLogger("supervisor_graph")
 
 
-def iteration_of_run(messages: Sequence[BaseMessage]) -> int:
-    """Supervisor iterations so far in the current run (AI turns since its input)."""
-    count = 0
+def iteration_of_run(messages: Sequence[BaseMessage], free_limit: int = 0) -> int:
+    """Supervisor iterations so far in the current run (AI turns since its input).
+
+    With `free_limit`, turns that only update working memory are not iterations, up
+    to that many of them: a model that does nothing else cannot loop forever.
+    """
+    count = free = 0
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if isinstance(message, AIMessage):
-            count += 1
+            if free_limit and is_update_turn(message):
+                free += 1
+            else:
+                count += 1
         elif is_run_input(message):
             break
-    return count
+    return count + max(0, free - free_limit)
+
+
+def free_updates(spec: AgentSpec, opts: RunOptions) -> int:
+    """How many update-only turns a run of `spec` does not count (see `iteration_of_run`)."""
+    return opts.max_steps if spec.working_memory is not None else 0
 
 
 def model_input(system: str, context: Sequence[BaseMessage], messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -99,6 +128,33 @@ def _repair_calls(ai: AIMessage) -> tuple[AIMessage, list[ToolMessage]]:
     return ai.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []}), errors
 
 
+async def _update_memory(
+    spec: AgentSpec,
+    state: SupervisorState,
+    runtime: Runtime[RunContext],
+    handle: RunHandle,
+    response: AIMessage,
+    value: Any,
+) -> tuple[list[tuple[ToolMessage, Any]], dict[str, Any]]:
+    """Apply the turn's working-memory updates in order: each call's result and the
+    value after it, and the state update (thread scope). A bad update changes nothing."""
+    config = spec.working_memory
+    assert config is not None
+    results: list[tuple[ToolMessage, Any]] = []
+    state_update: dict[str, Any] = {}
+    for call in response.tool_calls:
+        if call["name"] != WORKING_MEMORY_TOOL:
+            continue
+        try:
+            value = apply_update(config, value, call["args"])
+        except WorkingMemoryError as exc:
+            results.append((update_result(call, str(exc)), value))
+            continue
+        state_update = await write_value(config, spec.agent_id, value, runtime.store, handle)
+        results.append((update_result(call), value))
+    return results, state_update
+
+
 def finish_reason_of(ai: AIMessage) -> str:
     reason = (ai.response_metadata or {}).get("finish_reason") or (ai.response_metadata or {}).get("stop_reason")
     return "length" if reason in ("length", "max_tokens") else "stop"
@@ -131,7 +187,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         if spec.client_tools and unanswered(messages):
             # only client tools are left: the caller answers them on the next call
             return Command(update={**end_update(state, "tool-calls", pending), **consumed}, goto=END)
-        iteration = iteration_of_run(messages)
+        iteration = iteration_of_run(messages, free_updates(spec, opts))
         stop_at = state.get("stop_at")
         if iteration >= opts.max_steps or (stop_at is not None and iteration >= stop_at):
             reason = "max_steps" if stop_at is None else "stop"
@@ -141,6 +197,11 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         emit("step-start", {"iteration": iteration + 1})
         model = await spec.resolve_model(handle.request_context, opts.delegation.enable_result_references)
         system = await spec.resolve_instructions(handle.request_context)
+        memory_value: Any = None
+        if spec.working_memory is not None:
+            memory_value = await read_value(spec.working_memory, spec.agent_id, state, runtime.store, handle)
+            section = spec.working_memory.render(memory_value)
+            system = f"{system}\n\n{section}" if system else section
         history = [*messages, *pending] if pending else messages
         try:
             response = await model.ainvoke(model_input(system, handle.context_messages, history), config)
@@ -152,6 +213,11 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         if not isinstance(response, AIMessage):
             raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
         response, errors = _repair_calls(response)
+        memory_update: dict[str, Any] = {}
+        updates: list[tuple[ToolMessage, Any]] = []
+        if spec.working_memory is not None and any(c["name"] == WORKING_MEMORY_TOOL for c in response.tool_calls):
+            updates, memory_update = await _update_memory(spec, state, runtime, handle, response, memory_value)
+            errors.extend(result for result, _ in updates)
 
         if emit.active:
             for call in response.tool_calls:
@@ -172,7 +238,27 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
                     "reasoning_artifacts": reasoning_artifacts(response),
                 },
             )
-        command = route_turn(spec, opts, handle, state, response, errors)
+        for result, value in updates:
+            if emit.active:
+                emit(
+                    "tool-error" if result.status == "error" else "tool-result",
+                    {
+                        "tool_call_id": result.tool_call_id,
+                        "tool_name": WORKING_MEMORY_TOOL,
+                        "result": result.content,
+                        # the new value, for the AG-UI bridge's shared state
+                        "working_memory": {"scope": spec.working_memory.scope, "value": value}  # type: ignore[union-attr]
+                        if result.status != "error"
+                        else None,
+                    },
+                )
+        if spec.working_memory is not None and is_update_turn(response):
+            # not an iteration: no hook, no dispatch, straight back to the model
+            command: Command[Any] = Command(update={"messages": [response, *errors]}, goto=SUPERVISOR_NODE)
+        else:
+            command = route_turn(spec, opts, handle, state, response, errors)
+        if memory_update:
+            command.update.update(memory_update)  # type: ignore[union-attr]
         if pending:
             command.update["messages"] = [*pending, *command.update["messages"]]  # type: ignore[index]
             command.update.update(consumed)  # type: ignore[union-attr]

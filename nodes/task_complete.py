@@ -26,6 +26,7 @@ from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec, maybe_await
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, run_start
 from supervisor_graph.nodes.text import text_of
+from supervisor_graph.nodes.working_memory import without_updates
 
 __all__ = [
     "RunView",
@@ -125,13 +126,17 @@ def make_task_complete_node(spec: AgentSpec) -> Any:
         messages = state.get("messages") or []
         _, answer = last_turn(messages)
         start = run_start(messages)
+        # working-memory updates are bookkeeping, not part of the answer being judged
+        judged: list[BaseMessage] = (
+            without_updates(messages[start:]) if spec.working_memory is not None else list(messages[start:])
+        )
         context = ScoringContext(
             run=RunView(
                 input=text_of(messages[start]) if messages else "",
                 output=text_of(answer) if answer is not None else "",
-                messages=list(messages[start:]),
+                messages=judged,
             ),
-            iteration=sum(1 for m in messages[start:] if m.type == "ai"),
+            iteration=sum(1 for m in judged if m.type == "ai"),
             request_context=handle.request_context,
         )
         scores = list(await asyncio.gather(*(_safe_score(s, context) for s in settings.scorers)))

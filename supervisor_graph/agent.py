@@ -18,6 +18,7 @@ from supervisor_graph.memory import Memory
 from supervisor_graph.models import parse_model_string
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
+from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL, WorkingMemory
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -57,6 +58,11 @@ class Agent(BaseModel):
     memory: Memory | None = None
     default_options: dict[str, Any] = Field(default_factory=dict)
     subagent_threads: Literal["per_delegation", "per_parent_thread"] = "per_delegation"
+    working_memory: WorkingMemory | None = Field(
+        default=None,
+        description='A persistent scratchpad (SPEC §8): {"scope": "resource" | "thread", "template": str} or '
+        '{"scope": ..., "schema": PydanticModel}; True for the defaults.',
+    )
     retry_policy: Any = Field(
         default_factory=lambda: model_retry_policy(),
         description="LangGraph RetryPolicy for this agent's model calls (None: no retries).",
@@ -119,6 +125,15 @@ class Agent(BaseModel):
             seen[sub.id] = key
         return value
 
+    @field_validator("working_memory", mode="before")
+    @classmethod
+    def _working_memory(cls, value: Any) -> Any:
+        if value is True:
+            return WorkingMemory()
+        if value is False:
+            return None
+        return value
+
     @field_validator("retry_policy")
     @classmethod
     def _retry_policy(cls, value: Any) -> Any:
@@ -140,7 +155,13 @@ class Agent(BaseModel):
                     f"tools: tool name '{DELEGATION_PREFIX}{key}' clashes with the delegation tool of subagent "
                     f"{key!r}; rename the tool"
                 )
+        if self.effective_working_memory is not None and WORKING_MEMORY_TOOL in self.tools:
+            raise ValueError(
+                f"tools: {WORKING_MEMORY_TOOL!r} is the working-memory tool of agent {self.id!r}; rename your tool"
+            )
         check_cycles(self)
+        if self.memory is not None:
+            self.memory.register(self)
         self._graph = self._graphs = None
         self._defaults = None
         return self
@@ -164,6 +185,13 @@ class Agent(BaseModel):
                 break
             agents.append(found)
         return agents
+
+    @property
+    def effective_working_memory(self) -> WorkingMemory | None:
+        """This agent's working memory: its own, else its `Memory`'s."""
+        if self.working_memory is not None:
+            return self.working_memory
+        return self.memory.working_memory if self.memory is not None else None
 
     # -- compile and run -----------------------------------------------------
 

@@ -41,6 +41,7 @@ from supervisor_graph.nodes.subagent import make_subagent_node
 from supervisor_graph.nodes.supervisor import make_supervisor_node
 from supervisor_graph.nodes.task_complete import make_task_complete_node
 from supervisor_graph.nodes.tools import make_tools_node
+from supervisor_graph.nodes.working_memory import WorkingMemoryInput, WorkingMemoryState
 from supervisor_graph.tools import is_client_tool
 
 __all__ = ["build_spec", "compile_agent", "delegation_tool_schema"]
@@ -96,6 +97,7 @@ def build_spec(agent: Agent) -> AgentSpec:
         subagent_ids={key: sub.id for key, sub in agent.agents.items()},
         defaults=agent.defaults,
         client_tools=frozenset(name for name, tool in tools.items() if is_client_tool(tool)),
+        working_memory=agent.effective_working_memory,
     )
     if model is not None:
         spec.bind(model)  # bind at compile time, not on the first call
@@ -104,7 +106,13 @@ def build_spec(agent: Agent) -> AgentSpec:
 
 def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSpec]:
     spec = build_spec(agent)
-    builder = StateGraph(SupervisorState, input_schema=SupervisorInput, context_schema=RunContext)
+    # only an agent with thread-scoped working memory carries its channel
+    in_state = spec.working_memory is not None and spec.working_memory.scope == "thread"
+    builder = StateGraph(
+        WorkingMemoryState if in_state else SupervisorState,
+        input_schema=WorkingMemoryInput if in_state else SupervisorInput,
+        context_schema=RunContext,
+    )
     keys = list(agent.agents)
     fan_out = (TOOLS_NODE, *keys, *(start_node(k) for k in keys))
     builder.add_node(

@@ -9,21 +9,29 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.store.base import BaseStore
 
+from supervisor_graph.checkpointers.compat import namespaced_config
 from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL
 from supervisor_graph.checkpointers.naming import split_thread_id
 from supervisor_graph.checkpointers.threads import ThreadRecord, list_threads
 from supervisor_graph.checkpointers.urls import Storage, describe, is_shared_saver, open_storage
-from supervisor_graph.nodes.state import SupervisorState
+from supervisor_graph.nodes.working_memory import (
+    WORKING_MEMORY_NAMESPACE,
+    WorkingMemory,
+    WorkingMemoryState,
+    store_key,
+)
+from supervisor_graph.thread_lease import ThreadLease
 
 __all__ = ["Memory", "ThreadRecord"]
 
 
 def _reader() -> Any:
-    graph = StateGraph(SupervisorState)
+    graph = StateGraph(WorkingMemoryState)
     graph.add_node("read", lambda state: None)
     graph.add_edge(START, "read")
     return graph.compile()
@@ -54,14 +62,32 @@ class Memory:
     when the process ran on another host (on this host a dead process's lease is taken
     over at once).
 
+    `working_memory` (SPEC §8) applies to the agents declared with this memory that do not
+    declare their own `Agent(working_memory=...)`.
+
     Example:
         >>> memory = Memory(storage=":memory:")
         >>> memory.kind
         'memory'
     """
 
-    def __init__(self, storage: Any = ":memory:", *, store: BaseStore | None = None, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
+    def __init__(
+        self,
+        storage: Any = ":memory:",
+        *,
+        store: BaseStore | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        working_memory: WorkingMemory | dict[str, Any] | bool | None = None,
+    ) -> None:
         self.kind = describe(storage)
+        if working_memory is True:
+            working_memory = WorkingMemory()
+        elif working_memory is False:
+            working_memory = None
+        self.working_memory = WorkingMemory.model_validate(working_memory) if isinstance(working_memory, dict) else working_memory
+        # agent id -> working memory of the agents declared with this memory (and their
+        # subagents), so get/set_working_memory know each one's scope and schema
+        self._agents: dict[str, WorkingMemory] = {}
         self.storage = storage
         if store is not None and self.kind != "saver":
             raise ValueError("Memory(store=...) goes with a checkpointer object; a storage URL opens its own store")
@@ -128,7 +154,46 @@ class Memory:
 
     async def get_messages(self, thread_id: str) -> list[BaseMessage]:
         """The messages stored in a thread (a top-level one, or a `sub_agent_thread_id`)."""
-        thread, ns = split_thread_id(thread_id)
+        reader, config = await self._thread_reader(thread_id)
+        snapshot = await reader.aget_state(config)
+        return list(snapshot.values.get("messages") or [])
+
+    # -- working memory (SPEC §8) ---------------------------------------------------
+
+    def register(self, agent: Any) -> None:
+        """Learn the working memory of `agent` (declared with this memory) and of its
+        subagents; `Agent` calls this."""
+        stack = [agent]
+        while stack:
+            current = stack.pop()
+            config = current.working_memory if current is not agent else current.effective_working_memory
+            if config is not None:
+                self._agents[current.id] = config
+            stack.extend(current.agents.values())
+
+    def _working(self, agent_id: str | None) -> tuple[str, WorkingMemory]:
+        if agent_id is None:
+            if len(self._agents) != 1:
+                known = ", ".join(sorted(self._agents)) or "none"
+                raise ValueError(f"pass agent_id=...: agents with working memory on this memory: {known}")
+            agent_id = next(iter(self._agents))
+        config = self._agents.get(agent_id)
+        if config is None:
+            known = ", ".join(sorted(self._agents)) or "none"
+            raise ValueError(
+                f"agent {agent_id!r} has no working memory on this memory (agents that have one: {known}); "
+                "declare Agent(working_memory=...) on an agent built with memory=this Memory"
+            )
+        return agent_id, config
+
+    @staticmethod
+    def _resource(agent_id: str, thread: str | None, resource: str | None) -> str:
+        if resource is None and thread is None:
+            raise ValueError(f"working memory of agent {agent_id!r} is resource-scoped: pass resource=... (or thread=...)")
+        # a run without a resource keeps it under its thread id, as this does
+        return resource if resource is not None else thread  # type: ignore[return-value]
+
+    async def _thread_reader(self, thread: str) -> tuple[Any, RunnableConfig]:
         saver = await self.checkpointer()
         reader = self._readers.get(saver)
         if reader is None:
@@ -136,8 +201,64 @@ class Memory:
             if _READER is None:
                 _READER = _reader()
             reader = self._readers[saver] = _READER.copy(update={"checkpointer": saver})
-        snapshot = await reader.aget_state({"configurable": {"thread_id": thread, "checkpoint_ns": ns}})
-        return list(snapshot.values.get("messages") or [])
+        parent, ns = split_thread_id(thread)
+        config: RunnableConfig = {"configurable": {"thread_id": parent, "checkpoint_ns": ns}}
+        return reader, namespaced_config(config, saver) if ns else config
+
+    async def get_working_memory(
+        self, *, agent_id: str | None = None, thread: str | None = None, resource: str | None = None
+    ) -> Any:
+        """An agent's working memory (`str` in template mode, `dict` in schema mode; `None`
+        when unset). Thread scope reads `thread` (a `sub_agent_thread_id` for a
+        subagent); resource scope reads `resource` (`<parent resource>/<key>` for a
+        subagent; the thread id when the runs had no resource)."""
+        agent_id, config = self._working(agent_id)
+        if config.scope == "thread":
+            if thread is None:
+                raise ValueError(f"working memory of agent {agent_id!r} is thread-scoped: pass thread=...")
+            reader, read_config = await self._thread_reader(thread)
+            snapshot = await reader.aget_state(read_config)
+            return snapshot.values.get("working_memory")
+        store = await self.store()
+        item = await store.aget(WORKING_MEMORY_NAMESPACE, store_key(agent_id, self._resource(agent_id, thread, resource)))
+        return item.value.get("value") if item is not None else None
+
+    async def set_working_memory(
+        self, value: Any, *, agent_id: str | None = None, thread: str | None = None, resource: str | None = None
+    ) -> Any:
+        """Write an agent's working memory (validated as the update tool validates it;
+        `None` clears it) and return the value stored. A thread-scoped write takes the
+        thread like a run does (`ThreadBusyError` while a run is on it).
+
+        Raises:
+            WorkingMemoryError: the value does not fit the template or the schema.
+        """
+        agent_id, config = self._working(agent_id)
+        stored = config.validate_value(value) if value is not None else None
+        if config.scope == "resource":
+            store = await self.store()
+            key = store_key(agent_id, self._resource(agent_id, thread, resource))
+            if stored is None:
+                await store.adelete(WORKING_MEMORY_NAMESPACE, key)
+            else:
+                await store.aput(WORKING_MEMORY_NAMESPACE, key, {"value": stored}, index=False)
+            return stored
+        if thread is None:
+            raise ValueError(f"working memory of agent {agent_id!r} is thread-scoped: pass thread=...")
+        lease = ThreadLease((await self.opened()).leases, split_thread_id(thread)[0])
+        await lease.acquire()
+        try:
+            reader, write_config = await self._thread_reader(thread)
+            snapshot = await reader.aget_state(write_config)
+            if snapshot.interrupts:
+                raise ValueError(
+                    f"thread {thread!r} waits for answers to paused tool calls; its working memory can be "
+                    "written once they are answered"
+                )
+            await reader.aupdate_state(write_config, {"working_memory": stored}, as_node="read")
+        finally:
+            await lease.release(ran=False)
+        return stored
 
     def list_threads_sync(self, filter: dict[str, Any] | None = None) -> list[ThreadRecord]:
         from supervisor_graph.run import run_sync

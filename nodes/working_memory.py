@@ -1,0 +1,290 @@
+"""Working memory (SPEC §8): one persistent scratchpad per agent.
+
+The model reads the current value in its system prompt and changes it with the
+`update_working_memory` tool. The supervisor node answers that tool itself, in the
+same step as the model's turn: an update is a write, not a delegation, so it costs no
+extra super-step, adds no iteration and never reaches the tools node.
+
+Where the value lives:
+- thread scope: the `working_memory` channel of the agent's graph state (checkpointed
+  with the thread; a subagent's lives in its delegation thread);
+- resource scope: the run's LangGraph store, under (`WORKING_MEMORY_NAMESPACE`,
+  `[agent id, resource id]`), so it outlives threads;
+- a run without a thread (no `memory`, or a graph driven without a checkpointer): the
+  run's own scratch space, gone when the run ends.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
+from langgraph.store.base import BaseStore
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from supervisor_graph.nodes.options import RunHandle
+from supervisor_graph.nodes.state import SupervisorInput, SupervisorState
+
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "WORKING_MEMORY_NAMESPACE",
+    "WORKING_MEMORY_TOOL",
+    "WorkingMemory",
+    "WorkingMemoryError",
+    "WorkingMemoryInput",
+    "WorkingMemoryState",
+    "apply_update",
+    "deep_merge",
+    "is_update_turn",
+    "read_value",
+    "resource_of",
+    "store_key",
+    "update_result",
+    "without_updates",
+    "write_value",
+]
+
+WORKING_MEMORY_TOOL = "update_working_memory"
+WORKING_MEMORY_NAMESPACE = ("supervisor_graph", "working_memory")
+
+DEFAULT_TEMPLATE = """# User
+- Name:
+- Preferences:
+
+# Task
+- Goal:
+- Decisions so far:
+- Open questions:
+"""
+
+
+def _keep_last(current: Any, new: Any) -> Any:
+    return new
+
+
+class WorkingMemoryState(SupervisorState, total=False):
+    """State of an agent with thread-scoped working memory."""
+
+    working_memory: Annotated[Any, _keep_last]
+
+
+class WorkingMemoryInput(SupervisorInput, total=False):
+    """Input of such an agent: Studio's form may set the working memory too."""
+
+    working_memory: Annotated[Any, _keep_last]
+
+
+class WorkingMemoryError(ValueError):
+    """A working-memory value or update that does not fit the agent's template or schema."""
+
+
+class WorkingMemory(BaseModel):
+    """`Agent(working_memory=...)`: the agent's scratchpad.
+
+    `scope="resource"` (default) keeps one value per agent and resource (user), across
+    threads; `"thread"` one per conversation. Either `template` (markdown the model
+    rewrites whole; a short outline by default) or `schema` (a pydantic model class:
+    the model sends fields to change, deep-merged, `null` deleting a key).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, arbitrary_types_allowed=True)
+
+    scope: Literal["resource", "thread"] = "resource"
+    template: str | None = None
+    schema_: type[BaseModel] | None = Field(default=None, alias="schema")
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> WorkingMemory:
+        if self.schema_ is not None and self.template is not None:
+            raise ValueError("working_memory takes a template or a schema, not both")
+        if self.schema_ is not None and not (isinstance(self.schema_, type) and issubclass(self.schema_, BaseModel)):
+            raise ValueError("working_memory schema must be a pydantic model class")
+        return self
+
+    @property
+    def structured(self) -> bool:
+        return self.schema_ is not None
+
+    def empty_view(self) -> str:
+        return "{}" if self.schema_ is not None else (self.template if self.template is not None else DEFAULT_TEMPLATE)
+
+    # -- values -----------------------------------------------------------------
+
+    def validate_value(self, value: Any) -> Any:
+        """`value` as stored: a string in template mode, a JSON object in schema mode."""
+        if self.schema_ is None:
+            if not isinstance(value, str):
+                raise WorkingMemoryError(f"working memory is markdown text here; got {type(value).__name__}, not a string")
+            return value
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", exclude_unset=True)
+        if not isinstance(value, Mapping):
+            raise WorkingMemoryError(f"working memory is an object here; got {type(value).__name__}")
+        try:
+            checked = self.schema_.model_validate(dict(value))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'memory'}: {e['msg']}" for e in exc.errors())
+            raise WorkingMemoryError(f"working memory does not match {self.schema_.__name__}: {problems}") from None
+        return checked.model_dump(mode="json", exclude_unset=True)
+
+    def render(self, value: Any) -> str:
+        """The system prompt section the model reads on every call."""
+        where = "every conversation with this user" if self.scope == "resource" else "this conversation"
+        if self.schema_ is None:
+            how = "pass the whole updated text, in the same format: it replaces what is there"
+            shown = value if isinstance(value, str) else self.empty_view()
+        else:
+            how = "pass only the fields to change: they are merged into what is there, and null deletes a field"
+            shown = json.dumps(value if value is not None else {}, ensure_ascii=False, indent=2)
+        return (
+            f"You have a working memory that persists across {where}. Keep it current with the "
+            f"{WORKING_MEMORY_TOOL} tool whenever you learn something worth remembering ({how}). "
+            "Do not tell the user about it.\n"
+            f"<working_memory>\n{shown}\n</working_memory>"
+        )
+
+    def tool_schema(self) -> dict[str, Any]:
+        if self.schema_ is None:
+            memory: dict[str, Any] = {
+                "type": "string",
+                "description": "The complete new working memory text (markdown), following the template.",
+            }
+            defs: dict[str, Any] = {}
+        else:
+            full = self.schema_.model_json_schema()
+            defs = full.pop("$defs", {})
+            memory = {
+                "type": "object",
+                "description": "Fields to change, merged into the working memory; null deletes a field.",
+                "properties": full.get("properties", {}),
+            }
+        parameters: dict[str, Any] = {"type": "object", "properties": {"memory": memory}, "required": ["memory"]}
+        if defs:
+            parameters["$defs"] = defs
+        return {
+            "type": "function",
+            "function": {
+                "name": WORKING_MEMORY_TOOL,
+                "description": "Update your working memory (what you keep across turns).",
+                "parameters": parameters,
+            },
+        }
+
+
+def deep_merge(base: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """`patch` merged into `base`: objects merge key by key, `None` deletes a key,
+    anything else (lists included) replaces."""
+    out = dict(base)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = dict(value) if isinstance(value, Mapping) else value
+    return out
+
+
+def apply_update(config: WorkingMemory, current: Any, args: Any) -> Any:
+    """The value after an `update_working_memory` call, or `WorkingMemoryError`."""
+    if not isinstance(args, Mapping) or "memory" not in args:
+        raise WorkingMemoryError(f"{WORKING_MEMORY_TOOL} takes one argument, memory")
+    update = args["memory"]
+    if config.schema_ is None:
+        return config.validate_value(update)
+    if isinstance(update, str):  # some models send the object as JSON text
+        try:
+            update = json.loads(update)
+        except ValueError:
+            raise WorkingMemoryError("memory must be an object of fields to change") from None
+    if not isinstance(update, Mapping):
+        raise WorkingMemoryError("memory must be an object of fields to change")
+    return config.validate_value(deep_merge(current if isinstance(current, Mapping) else {}, update))
+
+
+# -- where values live ------------------------------------------------------------
+
+
+def store_key(agent_id: str, resource_id: str) -> str:
+    """The store key of one agent's resource-scoped value (store namespace labels may
+    not hold every character an id can, keys may)."""
+    return json.dumps([agent_id, resource_id])
+
+
+def resource_of(handle: RunHandle) -> str:
+    """The resource a run's working memory belongs to: its resource id, else its thread."""
+    return handle.resource_id or handle.thread_id or "default"
+
+
+def _durable_store(store: BaseStore | None, handle: RunHandle) -> BaseStore | None:
+    # a run without a thread keeps nothing: its value lives in the run's scratch space
+    return store if handle.thread_id is not None else None
+
+
+async def read_value(
+    config: WorkingMemory, agent_id: str, state: Mapping[str, Any], store: BaseStore | None, handle: RunHandle
+) -> Any:
+    """The current value (`None` when nothing has been written)."""
+    if config.scope == "thread":
+        return state.get("working_memory")
+    key = store_key(agent_id, resource_of(handle))
+    durable = _durable_store(store, handle)
+    if durable is None:
+        return handle.scratch.get(key)
+    item = await durable.aget(WORKING_MEMORY_NAMESPACE, key)
+    return item.value.get("value") if item is not None else None
+
+
+async def write_value(
+    config: WorkingMemory, agent_id: str, value: Any, store: BaseStore | None, handle: RunHandle
+) -> dict[str, Any]:
+    """Store `value`; returns the state update that goes with it (thread scope)."""
+    if config.scope == "thread":
+        return {"working_memory": value}
+    key = store_key(agent_id, resource_of(handle))
+    durable = _durable_store(store, handle)
+    if durable is None:
+        handle.scratch[key] = value
+    else:
+        await durable.aput(WORKING_MEMORY_NAMESPACE, key, {"value": value}, index=False)
+    return {}
+
+
+# -- the transcript ---------------------------------------------------------------
+
+
+def is_update_turn(message: AIMessage) -> bool:
+    """A model turn whose only tool calls update working memory."""
+    calls = message.tool_calls
+    return bool(calls) and all(call["name"] == WORKING_MEMORY_TOOL for call in calls)
+
+
+def update_result(call: ToolCall, error: str | None = None) -> ToolMessage:
+    if error is not None:
+        return ToolMessage(
+            content=f"Error: {error}. The working memory is unchanged.",
+            tool_call_id=call["id"] or "",
+            name=WORKING_MEMORY_TOOL,
+            status="error",
+        )
+    return ToolMessage(content="Working memory updated.", tool_call_id=call["id"] or "", name=WORKING_MEMORY_TOOL)
+
+
+def without_updates(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """`messages` without working-memory updates (what scorers judge): their results,
+    the calls, and turns left with neither text nor other calls."""
+    ids: set[str] = set()
+    out: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, AIMessage) and any(c["name"] == WORKING_MEMORY_TOOL for c in message.tool_calls):
+            ids.update(c["id"] or "" for c in message.tool_calls if c["name"] == WORKING_MEMORY_TOOL)
+            kept = [c for c in message.tool_calls if c["name"] != WORKING_MEMORY_TOOL]
+            if not kept and not message.content:
+                continue
+            message = message.model_copy(update={"tool_calls": kept})
+        elif isinstance(message, ToolMessage) and message.tool_call_id in ids:
+            continue
+        out.append(message)
+    return out
