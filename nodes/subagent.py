@@ -136,6 +136,7 @@ def make_subagent_node(
                 root_context=handle.root,
                 stream_events=handle.stream_events,
                 durable=handle.durable,
+                scratch=handle.scratch,
             )
             sub_opts = _sub_options(opts, sub_spec.defaults, task.get("max_steps"), sub_handle)
             sub_config: RunnableConfig = {

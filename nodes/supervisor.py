@@ -74,8 +74,10 @@ def iteration_of_run(messages: Sequence[BaseMessage], free_limit: int = 0) -> in
 
 
 def free_updates(spec: AgentSpec, opts: RunOptions) -> int:
-    """How many update-only turns a run of `spec` does not count (see `iteration_of_run`)."""
-    return opts.max_steps if spec.working_memory is not None else 0
+    """How many update-only turns a run of `spec` does not count (see `iteration_of_run`):
+    enough for a model that updates before answering each time, few enough that one
+    doing nothing else soon reaches `max_steps`."""
+    return opts.max_steps + 2 if spec.working_memory is not None else 0
 
 
 def model_input(system: str, context: Sequence[BaseMessage], messages: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -14,7 +14,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.store.base import BaseStore
 
-from supervisor_graph.checkpointers.compat import namespaced_config
+from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE, namespaced_config
 from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL
 from supervisor_graph.checkpointers.naming import split_thread_id
 from supervisor_graph.checkpointers.threads import ThreadRecord, list_threads
@@ -249,8 +249,12 @@ class Memory:
         await lease.acquire()
         try:
             reader, write_config = await self._thread_reader(thread)
-            snapshot = await reader.aget_state(write_config)
-            if snapshot.interrupts:
+            saved = await (await self.checkpointer()).aget_tuple(
+                {"configurable": {"thread_id": split_thread_id(thread)[0], "checkpoint_ns": ""}}
+            )
+            # a pause anywhere in the run (a delegation's included) is recorded on the thread's
+            # own checkpoint; a write now would start a checkpoint without the paused tasks
+            if saved is not None and any(write[1] == INTERRUPT_WRITE for write in saved.pending_writes or ()):
                 raise ValueError(
                     f"thread {thread!r} waits for answers to paused tool calls; its working memory can be "
                     "written once they are answered"
