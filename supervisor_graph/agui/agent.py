@@ -25,6 +25,7 @@ from ag_ui.core import (
     RunFinishedEvent,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
+    StateCapabilities,
     SubagentInfo,
     Tool,
     ToolsCapabilities,
@@ -38,6 +39,7 @@ from supervisor_graph.agui.events import Reopen, RunSettings, RunTranslator
 from supervisor_graph.agui.frontend import FrontendTools, InputError
 from supervisor_graph.agui.interrupts import MASTRA, SUPERVISOR_GRAPH, Pause, ResumeError, plan_resume
 from supervisor_graph.agui.messages import new_messages
+from supervisor_graph.agui.state import SharedState, snapshot
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace
 from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, PendingApprovalError, ThreadBusyError
@@ -133,6 +135,8 @@ class AGUIAgent:
         self.dialect = MASTRA if compat == "mastra" else SUPERVISOR_GRAPH
         self.recent_runs: deque[RunRecord] = deque(maxlen=200)
         self._tools = FrontendTools(self.agent)
+        working = self.agent.effective_working_memory
+        self._state = SharedState(self.agent.id, working, self.memory) if working is not None else None
         self._controllers: set[AbortController] = set()
         self._settling: set[asyncio.Future[Any]] = set()
 
@@ -166,6 +170,8 @@ class AGUIAgent:
             if attributed and agent.agents
             else None,
             execution=ExecutionCapabilities(max_iterations=agent.defaults.max_steps),
+            # shared state is the agent's working memory: only an agent with one has it
+            state=StateCapabilities(snapshots=True, deltas=True, persistent_state=True) if self._state is not None else None,
         )
 
     def abort_run(self) -> None:
@@ -292,6 +298,9 @@ class AGUIAgent:
                 },
             }
             pending = [Pause.of_value(i.id, i.value) for i in await pending_interrupts(agent, memory=memory)]
+            state_view: dict[str, Any] | None = None
+            if self._state is not None:
+                state_view = await self._state.sync(input.state, input.thread_id, resource, paused=bool(pending))
             reopen: dict[tuple[str, str], Reopen] = {}
             if input.resume:
                 answers, chosen = plan_resume(input.resume, pending, self.dialect)
@@ -314,6 +323,8 @@ class AGUIAgent:
                     )
                 fresh = new_messages(input.messages, await self.memory.get_messages(input.thread_id))
                 if not fresh:
+                    if state_view is not None:
+                        yield snapshot(state_view)
                     yield RunFinishedEvent(
                         thread_id=input.thread_id,
                         run_id=input.run_id,
@@ -336,8 +347,11 @@ class AGUIAgent:
             parts=input.protocol_version == PROTOCOL_VERSION,
             frontend_tools=frontend,
             tree=AgentTree(agent),
+            shared=self._state,
         )
-        translator = RunTranslator(settings, input.thread_id, input.run_id, reopen)
+        translator = RunTranslator(settings, input.thread_id, input.run_id, reopen, state=state_view)
+        if state_view is not None:
+            yield snapshot(state_view)
         async for chunk in stream.full_stream:
             for event in translator.on_chunk(chunk):
                 yield event

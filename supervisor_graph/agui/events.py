@@ -47,10 +47,13 @@ from ag_ui.core import (
 from supervisor_graph.agui.content import result_content
 from supervisor_graph.agui.interrupts import Dialect, Pause
 from supervisor_graph.agui.messages import encode_reasoning, reasoning_message_id
+from supervisor_graph.agui.state import SharedState
+from supervisor_graph.agui.state import delta as state_delta
 from supervisor_graph.agui.subagents import Invocation, SubagentTracker, error_code, subagent_run_id
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.agui.usage import UsageMeter
 from supervisor_graph.chunks import StreamChunk
+from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL
 from supervisor_graph.run import GenerateResult
 
 __all__ = ["Reopen", "RunSettings", "RunTranslator"]
@@ -71,6 +74,7 @@ class RunSettings:
     parts: bool
     frontend_tools: frozenset[str]
     tree: AgentTree
+    shared: SharedState | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +96,18 @@ class _Call:
 
 
 class RunTranslator:
-    def __init__(self, settings: RunSettings, thread_id: str, run_id: str, reopen: dict[Key, Reopen] | None = None) -> None:
+    def __init__(
+        self,
+        settings: RunSettings,
+        thread_id: str,
+        run_id: str,
+        reopen: dict[Key, Reopen] | None = None,
+        *,
+        state: dict[str, Any] | None = None,
+    ) -> None:
         self.s = settings
+        # the client's shared state as last sent (None: the agent has no working memory)
+        self.state = state
         self.thread_id = thread_id
         self.run_id = run_id  # RunAgentInput.run_id
         self.graph_run_id = ""  # the LangGraph run's id (stable across a resume)
@@ -248,8 +262,14 @@ class RunTranslator:
             )
         return events + self._close_span(ns)
 
+    def _memory_update(self, chunk: StreamChunk) -> bool:
+        """A working-memory update: the client sees its effect on the state, not the call."""
+        return chunk.payload.get("tool_name") == WORKING_MEMORY_TOOL and self.s.tree.has_working_memory(chunk.agent_path)
+
     def _on_tool_call(self, chunk: StreamChunk) -> list[BaseEvent]:
         ns, p = chunk.namespace, chunk.payload
+        if self._memory_update(chunk):
+            return []
         key = (ns, str(p.get("tool_call_id") or ""))
         call = _Call(name=str(p.get("tool_name")), args=dict(p.get("args") or {}), message_id=p.get("message_id"))
         self.calls[key] = call
@@ -265,6 +285,13 @@ class RunTranslator:
 
     def _on_tool_result(self, chunk: StreamChunk) -> list[BaseEvent]:
         ns, p = chunk.namespace, chunk.payload
+        if self._memory_update(chunk):
+            written = p.get("working_memory")
+            if ns or self.state is None or self.s.shared is None or not isinstance(written, dict):
+                return []  # a subagent's own memory is not the client's state
+            after = self.s.shared.view(written.get("value"))
+            events, self.state = state_delta(self.state, after), after
+            return events
         key = (ns, str(p.get("tool_call_id") or ""))
         if not self._visible(ns) or key in self.resulted:
             return []

@@ -33,6 +33,9 @@ class AgentTree:
             return False
         return bool((tool.metadata or {}).get("require_approval")) or any(a.defaults.require_tool_approval for a in agents)
 
+    def has_working_memory(self, agent_path: tuple[str, ...]) -> bool:
+        return self.path(agent_path)[-1].effective_working_memory is not None
+
     def resume_schema(self, agent_path: tuple[str, ...], tool_name: str) -> dict[str, Any] | None:
         tool = self.path(agent_path)[-1].tools.get(tool_name)
         schema = (tool.metadata or {}).get("resume_schema") if tool is not None else None

@@ -124,6 +124,7 @@ def make_input(
     resume: list[dict[str, Any]] | None = None,
     tools: list[Tool] | None = None,
     protocol_version: str | None = None,
+    state: Any = None,
 ) -> RunAgentInput:
     if messages is None:
         messages = [UserMessage(id=f"u-{uuid.uuid4().hex[:8]}", content=text)] if text is not None else []
@@ -131,7 +132,7 @@ def make_input(
         thread_id=thread,
         run_id=f"run-{uuid.uuid4().hex[:8]}",
         messages=messages,
-        state={},
+        state=state if state is not None else {},
         tools=tools or [],
         context=[],
         forwarded_props={},

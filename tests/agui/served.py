@@ -4,7 +4,8 @@ loads it as a file).
 
 The supervisor's scripted model routes on the latest user message: "pay" delegates to
 the payer (whose `pay` tool needs approval), "research" to the researcher, "slow" to a
-subagent that takes two seconds; anything else is echoed.
+subagent that takes two seconds, "remember" updates its working memory (the client's
+shared state); anything else is echoed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ LEDGER: list[int] = []
 
 class Amount(BaseModel):
     amount: int
+
+
+class Notes(BaseModel):
+    notes: list[str] = []
+    favourite: str | None = None
 
 
 def _pay(args: Amount) -> str:
@@ -60,6 +66,8 @@ slowpoke = Agent(
 
 
 def _route(messages: list[Any]) -> Any:
+    if isinstance(messages[-1], ToolMessage) and messages[-1].name == "update_working_memory":
+        return "remembered"
     if isinstance(messages[-1], ToolMessage):
         return "final: " + " | ".join(str(m.content) for m in messages if isinstance(m, ToolMessage))
     ask = next((str(m.content) for m in reversed(messages) if isinstance(m, HumanMessage)), "")
@@ -70,6 +78,8 @@ def _route(messages: list[Any]) -> Any:
         return delegate("research_agent", ask)
     if "slow" in lowered:
         return delegate("slowpoke", ask)
+    if lowered.startswith("remember "):
+        return tool_call("update_working_memory", {"memory": {"favourite": ask.split(" ", 1)[1]}})
     return f"echo: {ask}"
 
 
@@ -80,4 +90,5 @@ supervisor = Agent(
     model=ScriptedChatModel(policy=_route, model_name="boss-model", record_calls=False),
     # several server processes share one database in the multi-worker test
     memory=Memory(os.environ.get("SG_AGUI_STORAGE", ":memory:")),
+    working_memory={"schema": Notes, "scope": "thread"},
 )

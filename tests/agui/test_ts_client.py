@@ -93,3 +93,9 @@ def test_the_typescript_client_runs_approves_cancels_and_sees_subagents(client_d
     after = report["afterAbort"]
     assert after["errors"] == [] and after["finished"]["outcome"] == "success"
     assert after["lastMessage"] == "echo: are you there"
+
+    state = report["state"]
+    assert state["errors"] == [] and state["lastMessage"] == "remembered"
+    assert state["types"][:2] == ["RUN_STARTED", "STATE_SNAPSHOT"] and "STATE_DELTA" in state["types"]
+    assert "TOOL_CALL_START" not in state["types"]  # the update tool stays hidden
+    assert report["stateAfter"] == {"notes": ["from the client"], "favourite": "tea"}

@@ -152,6 +152,17 @@ async def mastra_compat() -> list[BaseEvent]:
     return [*paused, *await collect(bridge, make_input("t", resume=_answer(paused, payload={"approved": True})))]
 
 
+async def shared_state() -> list[BaseEvent]:
+    from pydantic import BaseModel
+
+    class Trip(BaseModel):
+        city: str | None = None
+
+    model = ScriptedChatModel(responses=[tool_call("update_working_memory", {"memory": {"city": "Oslo"}}), "Oslo."])
+    agent = Agent(id="solo", model=model, memory=Memory(), working_memory={"schema": Trip})
+    return await collect(AGUIAgent(agent, resource_id="u"), make_input(state={"city": "Bergen"}))
+
+
 SCENARIOS: dict[str, Scenario] = {
     f.__name__: f
     for f in (
@@ -169,6 +180,7 @@ SCENARIOS: dict[str, Scenario] = {
         repeated_call_ids,
         refusals,
         mastra_compat,
+        shared_state,
     )
 }
 

@@ -6,8 +6,8 @@ const url = process.argv[2];
 const report = {};
 let counter = 0;
 
-function agent(threadId) {
-  return new HttpAgent({ url, threadId });
+function agent(threadId, initialState) {
+  return new HttpAgent({ url, threadId, initialState });
 }
 
 function say(a, text) {
@@ -93,6 +93,14 @@ async function run(a, params = {}) {
   report.aborted = await running;
   say(a, "are you there");
   report.afterAbort = await run(a);
+}
+
+// 6. shared state: the client's state goes in, the agent's working-memory update comes back
+{
+  const a = agent("ts-state", { notes: ["from the client"] });
+  say(a, "remember tea");
+  report.state = await run(a);
+  report.stateAfter = a.state;
 }
 
 process.stdout.write(JSON.stringify(report));
