@@ -223,10 +223,10 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
 
         if emit.active:
             for call in response.tool_calls:
-                emit(
-                    "tool-call",
-                    {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "message_id": response.id},
-                )
+                payload = {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "message_id": response.id}
+                if updates and call["name"] == WORKING_MEMORY_TOOL:
+                    payload["working_memory"] = True  # an update, not a tool a client shows
+                emit("tool-call", payload)
             meta = response.response_metadata or {}
             emit(
                 "step-finish",

@@ -178,6 +178,10 @@ class LiveView:
                     (f" failed{took}", "red"),
                     f" ({p.get('finish_reason')})",
                 )
+        elif "working_memory" in p:
+            if chunk.type == "tool-result":
+                value = _short(json.dumps(p["working_memory"]["value"]))
+                self._line(depth, (who, "cyan"), (" updated its working memory", "blue"), f": {value}")
         elif chunk.type == "tool-call" and not str(p.get("tool_name")).startswith("agent-"):
             self._line(
                 depth,

@@ -18,6 +18,11 @@ Example:
 `graph` (compiled without a checkpointer, as LangGraph Studio wants) is what
 `langgraph.json` serves; `agent` is what `supervisor-graph run` and `draw` take:
 `supervisor-graph run supervisor_graph.examples.research_write:agent "..."`.
+
+The parent keeps a working memory (SPEC §8): the topics it has written about for this
+user (the thread's id stands in for the user where runs name no resource). It notes
+each new topic with `update_working_memory` before answering; Studio and the demo show
+the update, and the AG-UI bridge sends it as shared state.
 """
 
 from __future__ import annotations
@@ -48,8 +53,12 @@ PARENT_INSTRUCTIONS = """You coordinate two specialists to answer the user's req
 1. Call agent-research_agent with a prompt naming the topic and asking for bullet points.
 2. Call agent-writing_agent with a prompt that contains the research notes verbatim and asks for a short article.
 3. Only if the user asks for it, call publish with the article's title and text (a person approves it first).
-4. Answer the user with the article, unchanged, after one introductory sentence; say whether it was published.
+4. If the topic is not yet listed in your working memory, add it with update_working_memory.
+5. Answer the user with the article, unchanged, after one introductory sentence; say whether it was published.
 Do not write the article yourself and do not skip the research step."""
+
+ARTICLES_TEMPLATE = "# Articles written for this user\n- Topics:\n"
+_MEMORY = re.compile(r"<working_memory>\n(.*)\n</working_memory>", re.DOTALL)
 
 RESEARCH_INSTRUCTIONS = """You are a careful researcher. Answer with 3 to 5 bullet points (lines starting with "- "),
 each one factual, specific and at most two sentences long. No introduction and no conclusion."""
@@ -114,6 +123,7 @@ def build_agents(model: str | None = None, memory: Memory | None = None, *, late
         tools={PUBLISH: publish_tool()},
         memory=memory,
         default_options={"max_steps": 10},
+        working_memory={"scope": "resource", "template": ARTICLES_TEMPLATE},
     )
 
 
@@ -151,6 +161,15 @@ def _last_request(messages: list[BaseMessage]) -> tuple[str, list[BaseMessage]]:
     return "", messages
 
 
+def _working_memory(messages: list[BaseMessage]) -> str | None:
+    """The working memory shown in the system prompt (None: the agent has none)."""
+    if messages and messages[0].type == "system":
+        found = _MEMORY.search(_text(messages[0]))
+        if found:
+            return found.group(1)
+    return None
+
+
 def _parent_policy(messages: list[BaseMessage]) -> Any:
     request, turn = _last_request(messages)
     topic = topic_of(request)
@@ -164,6 +183,9 @@ def _parent_policy(messages: list[BaseMessage]) -> Any:
         return delegate(RESEARCH_KEY, _RESEARCH_PROMPT.format(topic=topic))
     if writing is None:
         return delegate(WRITING_KEY, _WRITING_PROMPT.format(topic=topic, notes=_text(research)))
+    noted = _working_memory(messages)
+    if noted is not None and topic not in noted and f"agent-{RESEARCH_KEY}" in results and "update_working_memory" not in results:
+        return tool_call("update_working_memory", {"memory": f"{noted.rstrip()}\n  - {topic}\n"})
     article = _text(writing)
     answer = f"Here is your article on {topic}.\n\n{article}"
     if not _PUBLISH.search(request):

@@ -114,7 +114,9 @@ def test_demo_runs_offline_and_shows_each_delegation(workdir: Path) -> None:
     assert asked_research < research_done < asked_writing < writing_done
     assert "Here is your article on AI in education." in out
     assert "# AI in education: what we know" in out  # the article, unwrapped when not a terminal
-    assert "finish: stop | tokens: 50 in, 25 out, 75 total" in out
+    assert "parent-agent updated its working memory: " in out and "- AI in education" in out
+    assert "update_working_memory" not in out  # shown as what it did, not as a tool call
+    assert "finish: stop | tokens: 60 in, 30 out, 90 total" in out
     assert proc.stderr == ""
 
 
@@ -145,7 +147,7 @@ def test_run_json_prints_one_chunk_per_line(workdir: Path) -> None:
         "research-agent",
         "writing-agent",
     ]
-    assert chunks[-1]["finish_reason"] == "stop" and chunks[-1]["usage"]["total_tokens"] == 75
+    assert chunks[-1]["finish_reason"] == "stop" and chunks[-1]["usage"]["total_tokens"] == 90
     assert all(c["run_id"] == chunks[0]["run_id"] for c in chunks)
     assert ["parent-agent", "research-agent"] in [c["agent_path"] for c in chunks]
 
@@ -297,7 +299,7 @@ def test_run_asks_for_approval_at_the_terminal(workdir: Path) -> None:
     out, status = finish(child)
     assert status == 0, out
     assert "Here is your article on bees." in out and "Published 'Bees: what we know'" in out
-    assert "finish: stop | tokens: 60 in, 30 out, 90 total" in out
+    assert "finish: stop | tokens: 70 in, 35 out, 105 total" in out
 
 
 def test_run_asks_for_each_pending_item_then_resumes_once(workdir: Path) -> None:

@@ -40,7 +40,9 @@ async def test_research_then_writing_then_the_article() -> None:
     # the supervisor answered with the article
     assert result.finish_reason == "stop"
     assert article in result.text and result.text.startswith("Here is your article on AI in education.")
-    assert result.usage.total_tokens == 5 * 15  # three supervisor turns, two subagent turns
+    assert result.usage.total_tokens == 6 * 15  # four supervisor turns (one notes the topic), two subagent turns
+    [noted] = [c.payload for c in chunks if c.type == "tool-result" and c.payload["tool_name"] == "update_working_memory"]
+    assert noted["working_memory"]["value"].endswith("- Topics:\n  - AI in education\n")
     order = [c.type for c in chunks if c.type.startswith("delegation")]
     assert order == ["delegation-start", "delegation-complete"] * 2
 
@@ -52,7 +54,7 @@ async def test_each_turn_of_a_thread_starts_from_its_own_request() -> None:
     second = await agent.generate("Write an article about owls", memory={"thread": "t"})
     assert first.text.startswith("Here is your article on bees.")
     assert second.text.startswith("Here is your article on owls.")
-    assert [type(m) for m in second.messages].count(ToolMessage) == 2
+    assert [type(m) for m in second.messages].count(ToolMessage) == 3  # two delegations, one working-memory note
     stored = await memory.get_messages("t")
     assert [m.content for m in stored if isinstance(m, HumanMessage)] == [
         "Research bees",
@@ -114,7 +116,7 @@ async def test_publishing_waits_for_approval() -> None:
     assert done.finish_reason == "stop"
     assert done.text.startswith("Here is your article on AI in education.")
     assert done.text.endswith("Published 'AI in education: what we know' at /blog/ai-in-education-what-we-know (93 words).")
-    assert done.usage.total_tokens == 6 * 15  # four supervisor turns, two subagent turns
+    assert done.usage.total_tokens == 7 * 15  # five supervisor turns (one notes the topic), two subagent turns
 
     paused = await agent.generate(PUBLISH_PROMPT)
     declined = await agent.decline_tool_call(run_id=paused.run_id, interrupt_id=paused.suspended[0].interrupt_id)
