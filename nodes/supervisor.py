@@ -223,7 +223,12 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
 
         if emit.active:
             for call in response.tool_calls:
-                payload = {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "message_id": response.id}
+                payload: dict[str, Any] = {
+                    "tool_call_id": call["id"],
+                    "tool_name": call["name"],
+                    "args": call["args"],
+                    "message_id": response.id,
+                }
                 if updates and call["name"] == WORKING_MEMORY_TOOL:
                     payload["working_memory"] = True  # an update, not a tool a client shows
                 emit("tool-call", payload)

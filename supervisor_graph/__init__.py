@@ -42,6 +42,7 @@ from supervisor_graph.nodes.delegation import (
 from supervisor_graph.nodes.iteration import IterationContext, IterationResult
 from supervisor_graph.nodes.options import DelegationOptions, MemoryOptions, RunContext, RunOptions
 from supervisor_graph.nodes.state import SupervisorState
+from supervisor_graph.nodes.working_memory import WorkingMemory, WorkingMemoryError
 from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
 from supervisor_graph.scorers import Score, ScoringContext, TaskCompleteResult, create_rubric_scorer, create_scorer
 from supervisor_graph.tools import ToolCallInfo, create_tool, current_request_context, current_tool_call, suspend
@@ -82,6 +83,8 @@ __all__ = [
     "ThreadRecord",
     "ToolCallInfo",
     "Usage",
+    "WorkingMemory",
+    "WorkingMemoryError",
     "compile_agent",
     "Score",
     "ScoringContext",

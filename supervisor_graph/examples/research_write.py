@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 from supervisor_graph.agent import Agent
 from supervisor_graph.memory import Memory
 from supervisor_graph.nodes.state import is_run_input
+from supervisor_graph.nodes.working_memory import WorkingMemory
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 from supervisor_graph.tools import create_tool
 
@@ -123,7 +124,7 @@ def build_agents(model: str | None = None, memory: Memory | None = None, *, late
         tools={PUBLISH: publish_tool()},
         memory=memory,
         default_options={"max_steps": 10},
-        working_memory={"scope": "resource", "template": ARTICLES_TEMPLATE},
+        working_memory=WorkingMemory(scope="resource", template=ARTICLES_TEMPLATE),
     )
 
 

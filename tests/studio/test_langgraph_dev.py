@@ -9,6 +9,7 @@ CLI analytics, no tracing. Its process group is killed even when a test fails.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -208,3 +209,12 @@ async def test_a_run_with_approval_resumed_by_command_then_a_second_run(server: 
     assert owl_namespace != namespace  # a fresh thread per delegation; the first one is still there
     first_again = await client.threads.get_state(tid, checkpoint={"checkpoint_ns": namespace})
     assert first_again["values"]["messages"] == sub_messages
+
+    # 7. working memory lives in the platform's store (no resource id here: the thread's
+    #    id stands in for it), and the next run reads it: a known topic is not noted again
+    item = await client.store.get_item(["supervisor_graph", "working_memory"], key=json.dumps(["parent-agent", tid]))
+    assert item is not None and item["value"]["value"].endswith("- Topics:\n  - bees\n  - owls\n")
+    await _stream(client, tid, aid, input={"messages": [{"role": "user", "content": "Research owls"}]})
+    state = await client.threads.get_state(tid)
+    notes = [m for m in state["values"]["messages"] if m["type"] == "tool" and m.get("name") == "update_working_memory"]
+    assert len(notes) == 2 and state["values"]["messages"][-1]["content"].startswith("Here is your article on owls.")
