@@ -20,6 +20,7 @@ from bench.contenders import CONTENDERS
 from bench.profiling import profile_ours
 from bench.report import Results, machine_info, render, write_chart
 from bench.scenarios import Config, ConversationSpec, checkpoint_writes, context_growth, conversation, timing
+from bench.working_memory import working_memory_cost
 
 __all__ = ["main"]
 
@@ -30,7 +31,18 @@ def _progress(message: str) -> None:
     print(message, flush=True)
 
 
-SCENARIOS = ("timing", "writes", "context", "conversation", "long", "profile", "concurrency", "agui", "scaleout")
+SCENARIOS = (
+    "timing",
+    "writes",
+    "context",
+    "working_memory",
+    "conversation",
+    "long",
+    "profile",
+    "concurrency",
+    "agui",
+    "scaleout",
+)
 MB = 1024 * 1024
 
 
@@ -140,6 +152,13 @@ async def _run(cfg: Config, skip: frozenset[str]) -> Results:
         steps.append(("checkpoint writes and bytes", writes_step))
     if "context" not in skip:
         steps.append(("supervisor context growth", context_step))
+    if "working_memory" not in skip:
+
+        async def working_memory_step() -> None:
+            for kind in cfg.kinds:
+                results.working_memory.append(await working_memory_cost(kind, cfg.iterations, cfg.warmup, cfg.workdir))
+
+        steps.append((f"working memory cost ({cfg.iterations} runs per variant per checkpointer)", working_memory_step))
     for spec in cfg.conversations:
         steps.append(
             (f"{spec.turns}-turn conversation on sqlite (x{spec.repeats}, {', '.join(spec.contenders)})", conversation_step(spec))

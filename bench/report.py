@@ -19,6 +19,7 @@ from bench.profiling import Profile, format_profile
 from bench.savers import Counts
 from bench.scenarios import Config, ContextGrowth, Conversation, ConversationRun, TimingCell, WriteCount
 from bench.stats import median, p90, quantile, ratio
+from bench.working_memory import VARIANTS, WorkingMemoryCell
 
 __all__ = ["HEADINGS", "Results", "Target", "machine_info", "render", "targets", "write_chart"]
 
@@ -35,6 +36,7 @@ H_PROFILE = "## Profile of ours"
 H_CONCURRENCY = "## Concurrency"
 H_AGUI = "## AG-UI endpoint"
 H_SCALEOUT = "## Scale-out on Aegra"
+H_WORKING_MEMORY = "## Working memory"
 H_TRIED = "## What was tried"
 HEADINGS = (H_MACHINE, H_TARGETS, H_TIMING, H_WRITES, H_CONTEXT, H_CONVERSATION, H_CONCURRENCY, H_AGUI, H_TRIED)
 TIMING_FLOOR_TARGET = 1.3
@@ -56,6 +58,7 @@ class Results:
     concurrency: ConcurrencyRun | None = None
     agui: AguiResult | None = None
     scaleout: ScaleoutResult | None = None
+    working_memory: list[WorkingMemoryCell] = field(default_factory=list)
     elapsed: float = 0.0
 
 
@@ -809,6 +812,7 @@ def render(r: Results) -> str:
         _timing(r),
         _writes(r),
         _context(r),
+        _working_memory(r),
         *(_conversation(run) for run in r.conversations),
         _profile(r),
         _concurrency(r),
@@ -821,6 +825,35 @@ def render(r: Results) -> str:
         if section:
             out += ["", *section]
     return "\n".join(out) + "\n"
+
+
+def _working_memory(r: Results) -> list[str]:
+    if not r.working_memory:
+        return []
+    lines = [
+        H_WORKING_MEMORY,
+        "",
+        "What working memory costs (SPEC §8). Ours only, one delegation, every variant making the same "
+        "model calls (the update rides in the turn that delegates), interleaved, each run on a fresh thread "
+        "and resource. `off`: no working memory (no state channel, no store call). `read only`: resource "
+        "scope, never updated (one store read per model call). `one update`: the value written once per run "
+        "(resource scope: a store write; thread scope: a state channel, no store call).",
+        "",
+    ]
+    header = ["Checkpointer", *(f"{v} median" for v in VARIANTS), *(f"{v} / off" for v in VARIANTS[1:]), "store reads per run"]
+    rows = []
+    for cell in r.working_memory:
+        off = median(cell.samples["off"])
+        reads = ", ".join(f"{v}: {cell.store_reads[v]:g}" for v in VARIANTS) if cell.store_reads else "(not counted)"
+        rows.append(
+            [
+                cell.kind,
+                *(_ms(median(cell.samples[v])) for v in VARIANTS),
+                *(_x(ratio(median(cell.samples[v]), off)) for v in VARIANTS[1:]),
+                reads,
+            ]
+        )
+    return lines + _table(header, rows, numeric=False)
 
 
 def _scaleout(r: Results) -> list[str]:

@@ -14,6 +14,7 @@ HEADINGS = (
     "## Per-run wall time",
     "## Checkpoint writes and bytes per delegation",
     "## Supervisor context growth",
+    "## Working memory",
     "-turn conversation on sqlite",
     "-turn conversation on sqlite, ~3 KB of text per turn",
     "## Targets",
