@@ -82,6 +82,14 @@ async def test_a_run_paused_on_one_server_is_resumed_on_the_other(cluster: dict)
     await b.runs.wait(thread["thread_id"], "supervisor", command={"resume": {"approved": True}})
     final = await a.threads.get_state(thread["thread_id"])
     assert "Published 'Bees" in final["values"]["messages"][-1]["content"] and not final["interrupts"]
+    # working memory (SPEC §8) lives in the platform's store (Aegra's store API scopes
+    # namespaces per user, so it is checked through the agent): a second run on the other
+    # server finds the topic already noted and does not note it again
+    again = {"messages": [{"role": "user", "content": "Research bees"}]}
+    await a.runs.wait(thread["thread_id"], "supervisor", input=again)
+    messages = (await b.threads.get_state(thread["thread_id"]))["values"]["messages"]
+    notes = [m for m in messages if m["type"] == "tool" and m.get("name") == "update_working_memory"]
+    assert len(notes) == 1 and messages[-1]["content"].startswith("Here is your article on bees.")
 
 
 async def test_thirty_concurrent_threads_over_both_servers_all_finish(cluster: dict) -> None:
