@@ -1,0 +1,148 @@
+"""What a run returns: its result and the items it waits for (SPEC §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, Field
+
+from supervisor_graph.chunks import Usage
+from supervisor_graph.nodes.delegation import (
+    DelegationResult,
+)
+from supervisor_graph.nodes.routing import last_turn, unanswered
+from supervisor_graph.nodes.state import usage_of_run
+from supervisor_graph.nodes.text import text_of
+from supervisor_graph.tools import is_client_tool
+
+if TYPE_CHECKING:
+    from supervisor_graph.agent import Agent
+    from supervisor_graph.prepare import _Run
+
+__all__ = ["GenerateResult", "PendingItem"]
+
+
+class PendingItem(BaseModel):
+    """Something the run waits for: an approval, a suspended tool, or a client tool."""
+
+    kind: str
+    interrupt_id: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    agent_path: tuple[str, ...] = ()
+    run_id: str | None = None
+    payload: Any = None
+    resume_schema: dict[str, Any] | None = None
+    """JSON schema the resume data must match (a suspended tool with a `resume_schema`)."""
+    namespace: str = ""
+    """Checkpoint namespace of the graph whose tool paused (`""` for the top-level agent;
+    a delegation's namespace otherwise, which tells concurrent delegations apart)."""
+
+    @property
+    def is_interrupt(self) -> bool:
+        """An approval or a suspended tool, answered by resuming the run; a `client_tool`
+        item is answered instead with a `ToolMessage` as the next call's prompt."""
+        return self.kind != "client_tool"
+
+
+class GenerateResult(BaseModel):
+    """The outcome of a run."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    text: str
+    messages: list[BaseMessage]
+    usage: Usage
+    finish_reason: str
+    run_id: str
+    thread_id: str | None = None
+    suspended: list[PendingItem] = Field(default_factory=list)
+    delegations: list[DelegationResult] = Field(default_factory=list)
+    """This run's delegations by the top-level agent, in the order they finished (the
+    `DelegationResult` that `on_delegation_complete` sees as `ctx.result`; kept in
+    memory, never in the parent's thread)."""
+
+
+def _new_messages(run: _Run, messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
+    """This run's messages after its input, and the index its input starts at."""
+    if run.first_input_id is not None:
+        for i in range(len(messages) - 1, -1, -1):
+            if messages[i].id == run.first_input_id:
+                return list(messages[i + run.input_count :]), i
+    from supervisor_graph.nodes.state import run_start
+
+    start = run_start(messages)
+    return list(messages[start + 1 :]), start
+
+
+def _pending(run: _Run, interrupts: Sequence[Any]) -> list[PendingItem]:
+    items = []
+    for item in interrupts:
+        value = item.value if isinstance(item.value, dict) else {"payload": item.value}
+        items.append(
+            PendingItem(
+                kind=value.get("kind", "approval"),
+                interrupt_id=item.id,
+                tool_call_id=value.get("tool_call_id"),
+                tool_name=value.get("tool_name"),
+                args=value.get("args") or {},
+                agent_path=tuple(value.get("agent_path") or (run.agent.id,)),
+                run_id=run.run_id,
+                payload=value.get("payload", value),
+                namespace=value.get("namespace") or "",
+                resume_schema=value.get("resume_schema"),
+            )
+        )
+    return items
+
+
+def _client_tools(agent: Agent) -> set[str]:
+    """Names of the agent's tools that the caller runs (no `execute`)."""
+    return {name for name, tool in agent.tools.items() if is_client_tool(tool)}
+
+
+def _client_calls(run: _Run, messages: Sequence[BaseMessage]) -> list[PendingItem]:
+    """The top-level agent's client-tool calls its run ended on, for the caller to answer."""
+    client = _client_tools(run.agent)
+    return [
+        PendingItem(
+            kind="client_tool",
+            tool_call_id=call["id"],
+            tool_name=call["name"],
+            args=call["args"],
+            agent_path=(run.agent.id,),
+            run_id=run.run_id,
+        )
+        for call in unanswered(messages)
+        if call["name"] in client
+    ]
+
+
+def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> GenerateResult:
+    values = values or {}
+    messages = values.get("messages") or []
+    new, start = _new_messages(run, messages)
+    interrupts = values.get("__interrupt__") or ()
+    _, last = last_turn(messages)
+    if aborted:
+        reason = "abort"
+    elif interrupts:
+        reason = "suspended"
+    else:
+        reason = values.get("finish_reason") or "stop"
+    return GenerateResult(
+        # a hard stop (SPEC §7) ends on a turn whose tool calls never ran: its text is the answer
+        text=text_of(last) if last is not None and (not last.tool_calls or reason == "stop") and not aborted else "",
+        messages=new,
+        usage=Usage(**usage_of_run(messages, start)),
+        finish_reason=reason,
+        run_id=run.run_id,
+        thread_id=run.thread_id,
+        suspended=_pending(run, interrupts) or (_client_calls(run, messages) if reason == "tool-calls" else []),
+        delegations=[record.to_result() for record in run.context.handle.delegations.values()]  # type: ignore[union-attr]
+        if run.context.handle is not None
+        else [],
+    )

@@ -1,0 +1,186 @@
+"""Streaming a run: `AgentStream` and its typed chunks (SPEC §5)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, AIMessageChunk
+
+from supervisor_graph.chunks import FinishChunk, StreamChunk, make_chunk
+from supervisor_graph.nodes.events import EVENT_KEY
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE
+from supervisor_graph.nodes.text import text_of
+from supervisor_graph.prepare import _after, _repair_thread, _Run, _until_aborted
+from supervisor_graph.results import GenerateResult, _result
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["AgentStream"]
+
+
+class AgentStream:
+    """A run in progress: iterate `full_stream` or `text_stream` (both may be read, each
+    from the start), then `await stream.result()`."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self._chunks: list[StreamChunk] = []
+        self._changed = asyncio.Event()
+        self._done = False
+        self._result: GenerateResult | None = None
+        self._error: BaseException | None = None
+        self._paths: dict[tuple[str, ...], tuple[str, ...]] = {(): (run.agent.id,)}
+        self._task = asyncio.ensure_future(self._pump())
+
+    @property
+    def run_id(self) -> str:
+        return self._run.run_id
+
+    def _push(self, chunk: StreamChunk) -> None:
+        self._chunks.append(chunk)
+        self._changed.set()
+
+    def _agent_path(self, ns: tuple[str, ...]) -> tuple[str, ...]:
+        path = self._paths.get(ns)
+        if path is None:
+            agent = self._run.agent
+            ids = [agent.id]
+            for part in ns:
+                key = part.split(":")[0]
+                sub = agent.agents.get(key)
+                if sub is None:  # a graph embedded by the user, not one of ours
+                    break
+                agent = sub
+                ids.append(agent.id)
+            path = self._paths[ns] = tuple(ids)
+        return path
+
+    async def _pump(self) -> None:
+        run = self._run
+        emit = self._push
+        emit(make_chunk("start", {"thread_id": run.thread_id}, run.run_id, (run.agent.id,)))
+        last_values: dict[str, Any] | None = None
+        interrupts: dict[str, Any] = {}  # each pause can arrive in an update of its own
+        streamed: set[str] = set()
+        try:
+
+            async def consume() -> None:
+                nonlocal last_values
+                async for ns, mode, data in run.graph.astream(
+                    run.input,
+                    run.config,
+                    context=run.context,
+                    stream_mode=["values", "messages", "custom", "updates"],
+                    subgraphs=True,
+                    durability=run.durability,
+                ):
+                    if mode == "custom":
+                        if isinstance(data, dict) and data.get(EVENT_KEY):
+                            emit(
+                                make_chunk(
+                                    data["type"], data["payload"], data["run_id"], tuple(data["agent_path"]), "|".join(ns)
+                                )
+                            )
+                    elif mode == "messages":
+                        message, meta = data
+                        if meta.get("langgraph_node") != SUPERVISOR_NODE or not isinstance(message, AIMessage):
+                            continue
+                        if isinstance(message, AIMessageChunk):
+                            streamed.add(message.id or "")
+                        elif message.id in streamed:
+                            continue
+                        path = self._agent_path(ns)
+                        where = "|".join(ns)
+                        reasoning = _reasoning_text(message)
+                        if reasoning:
+                            payload = {"text": reasoning, "message_id": message.id}
+                            emit(make_chunk("reasoning-delta", payload, run.run_id, path, where))
+                        text = text_of(message)
+                        if text:
+                            emit(make_chunk("text-delta", {"text": text, "message_id": message.id}, run.run_id, path, where))
+                    elif mode == "values" and not ns:
+                        last_values = data
+                    elif mode == "updates" and not ns and isinstance(data, dict) and "__interrupt__" in data:
+                        interrupts.update((item.id, item) for item in data["__interrupt__"])
+
+            _, aborted = await _until_aborted(run, consume())
+            if interrupts and last_values is not None and not aborted:
+                last_values = {**last_values, "__interrupt__": tuple(interrupts.values())}
+            if aborted:
+                last_values = await _repair_thread(run)
+                emit(make_chunk("abort", {"reason": getattr(run.options.abort_signal, "reason", None)}, run.run_id, (run.agent.id,)))
+            result = _result(run, last_values, aborted)
+            await _after(run, result)
+            for item in result.suspended:
+                if not item.is_interrupt:
+                    continue  # its tool-call chunk has been streamed; the caller answers it
+                kind = "tool-call-suspended" if item.kind == "suspend" else "tool-call-approval"
+                emit(make_chunk(kind, item.model_dump(), run.run_id, item.agent_path, item.namespace))
+            self._result = result
+            emit(
+                FinishChunk(
+                    payload={"finish_reason": result.finish_reason},
+                    run_id=run.run_id,
+                    agent_path=(run.agent.id,),
+                    finish_reason=result.finish_reason,
+                    usage=result.usage,
+                )
+            )
+        except BaseException as exc:  # surfaced to readers as an error chunk and by result()
+            self._error = exc
+            if isinstance(exc, Exception):
+                await _repair_thread(run, "error")
+            emit(make_chunk("error", {"error": type(exc).__name__, "message": str(exc)}, run.run_id, (run.agent.id,)))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            await run.release()
+            self._done = True
+            self._changed.set()
+
+    @property
+    async def full_stream(self) -> AsyncIterator[StreamChunk]:  # type: ignore[misc]
+        """Every chunk of the run, in order."""
+        index = 0
+        while True:
+            while index < len(self._chunks):
+                yield self._chunks[index]
+                index += 1
+            if self._done:
+                return
+            self._changed.clear()
+            if index < len(self._chunks) or self._done:
+                continue
+            await self._changed.wait()
+
+    @property
+    async def text_stream(self) -> AsyncIterator[str]:  # type: ignore[misc]
+        """Text deltas of the top-level agent's answer."""
+        own = (self._run.agent.id,)
+        async for chunk in self.full_stream:
+            if chunk.type == "text-delta" and chunk.agent_path == own:
+                yield chunk.text
+
+    async def result(self) -> GenerateResult:
+        """The run's `GenerateResult` once it has ended (raises the run's error)."""
+        await asyncio.shield(self._task)
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+
+def _reasoning_text(message: AIMessage) -> str:
+    extra = message.additional_kwargs.get("reasoning_content")
+    if isinstance(extra, str):
+        return extra
+    if isinstance(message.content, list):
+        return "".join(
+            str(part.get("reasoning") or part.get("thinking") or part.get("text") or "")
+            for part in message.content
+            if isinstance(part, dict) and part.get("type") in ("reasoning", "thinking")
+        )
+    return ""
