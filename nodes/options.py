@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from supervisor_graph.checkpointers.naming import NS_JOIN
 from supervisor_graph.nodes.context import AbortSignal, RequestContext
+from supervisor_graph.nodes.versions import AgentOverride, VersionSelection
 
 __all__ = [
     "DelegationOptions",
@@ -78,6 +79,8 @@ class RunOptions(BaseModel):
     abort_signal: AbortSignal | asyncio.Event | None = None
     memory: MemoryOptions | None = None
     require_tool_approval: bool = Field(default=False, strict=True)
+    versions: VersionSelection | None = None
+    """Stored versions to run instead of code definitions (SPEC §13)."""
     pending: Literal["refuse", "decline"] = "refuse"
     """A new message while approvals wait: refused with `PendingApprovalError`, or
     `"decline"`: the waiting calls are declined first (they never run)."""
@@ -145,6 +148,10 @@ class RunHandle:
     durable: bool = False
     # Working memory of a run without a thread (SPEC §8), shared with its delegations.
     scratch: dict[str, Any] = field(default_factory=dict)
+    # The run's version resolver (SPEC §13), shared with its delegations, and the version
+    # in force for this agent (None: its code definition).
+    versions: Any = None
+    override: AgentOverride | None = None
 
     @property
     def root(self) -> RequestContext:

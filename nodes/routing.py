@@ -127,10 +127,11 @@ def dispatch(
             sends.append(Send(start_node(key) if via_start else key, task))
         elif name in spec.client_tools:
             continue  # the caller runs it: the turn ends with the call pending
-        elif name in spec.tools:
+        elif name in spec.tools and (handle.override is None or handle.override.tools is None or name in handle.override.tools):
             tool_calls.append(call)
         else:
-            known = ", ".join(sorted([*spec.delegation_tools, *spec.tools])) or "none"
+            own = spec.tools if handle.override is None or handle.override.tools is None else handle.override.tools
+            known = ", ".join(sorted([*spec.delegation_tools, *own])) or "none"
             errors.append(error_result(call, f"there is no tool named {name!r}; available tools: {known}"))
     # one task per call: a call that pauses never makes another one run twice
     sends.extend(Send(TOOLS_NODE, {"call": call}) for call in tool_calls)

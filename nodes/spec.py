@@ -18,6 +18,7 @@ from langchain_core.tools import BaseTool
 
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
+from supervisor_graph.nodes.versions import AgentOverride
 from supervisor_graph.nodes.working_memory import WorkingMemory
 
 __all__ = ["AgentSpec", "DELEGATION_PREFIX", "maybe_await", "with_refs_parameter"]
@@ -85,18 +86,20 @@ class AgentSpec:
     # tools without `execute`: the caller runs them
     client_tools: frozenset[str] = frozenset()
     working_memory: WorkingMemory | None = None
-    # (id(model), with refs) -> (model, bound model); holding the model keeps its id
-    # from being reused while the entry lives
-    _bound: dict[tuple[int, bool], tuple[Any, Runnable[Any, Any]]] = field(default_factory=dict)
+    # (id(model), with refs, tool subset) -> (model, bound model); holding the model keeps
+    # its id from being reused while the entry lives
+    _bound: dict[tuple[int, bool, frozenset[str] | None], tuple[Any, Runnable[Any, Any]]] = field(default_factory=dict)
 
-    def bind(self, model: BaseChatModel, with_refs: bool = False) -> Runnable[Any, Any]:
-        """`model` bound to this agent's tools, once per model (binding is not free)."""
-        key = (id(model), with_refs)
+    def bind(self, model: BaseChatModel, with_refs: bool = False, only: frozenset[str] | None = None) -> Runnable[Any, Any]:
+        """`model` bound to this agent's tools (or the subset `only`, a version's), once
+        per model (binding is not free)."""
+        key = (id(model), with_refs, only)
         entry = self._bound.get(key)
         if entry is not None and entry[0] is model:
             return entry[1]
         delegation = [with_refs_parameter(s) for s in self.delegation_schemas] if with_refs else self.delegation_schemas
-        schemas: list[Any] = [*delegation, *self.tools.values()]
+        own = self.tools.values() if only is None else [t for name, t in self.tools.items() if name in only]
+        schemas: list[Any] = [*delegation, *own]
         if self.working_memory is not None:
             schemas.append(self.working_memory.tool_schema())
         bound: Runnable[Any, Any] = model.bind_tools(schemas) if schemas else model
@@ -105,8 +108,10 @@ class AgentSpec:
         self._bound[key] = (model, bound)
         return bound
 
-    async def resolve_model(self, request_context: RequestContext, with_refs: bool = False) -> Runnable[Any, Any]:
-        model = self.chat_model
+    async def resolve_model(
+        self, request_context: RequestContext, with_refs: bool = False, override: AgentOverride | None = None
+    ) -> Runnable[Any, Any]:
+        model = override.chat_model if override is not None and override.chat_model is not None else self.chat_model
         if model is None:
             assert self.model_factory is not None
             model = await maybe_await(self.model_factory(request_context))
@@ -115,9 +120,12 @@ class AgentSpec:
                     f"Agent {self.agent_id!r}: the model callable returned {type(model).__name__}; "
                     "it must return a LangChain BaseChatModel"
                 )
-        return self.bind(model, with_refs and bool(self.delegation_schemas))
+        only = override.tools if override is not None else None
+        return self.bind(model, with_refs and bool(self.delegation_schemas), only)
 
-    async def resolve_instructions(self, request_context: RequestContext) -> str:
+    async def resolve_instructions(self, request_context: RequestContext, override: AgentOverride | None = None) -> str:
+        if override is not None and override.instructions is not None:
+            return override.instructions
         if self.instructions is None or isinstance(self.instructions, str):
             return self.instructions or ""
         text = await maybe_await(self.instructions(request_context))

@@ -55,6 +55,8 @@ _thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValu
 
 
 def _sub_options(parent: RunOptions, sub_defaults: RunOptions, max_steps: int | None, handle: RunHandle) -> RunOptions:
+    if max_steps is None and handle.override is not None:
+        max_steps = handle.override.max_steps  # the selected version's, unless the call set one
     update: dict[str, Any] = {
         "request_context": handle.request_context,
         "abort_signal": handle.abort_signal,
@@ -137,6 +139,8 @@ def make_subagent_node(
                 stream_events=handle.stream_events,
                 durable=handle.durable,
                 scratch=handle.scratch,
+                versions=handle.versions,
+                override=await handle.versions.resolve(agent_id) if handle.versions is not None else None,
             )
             sub_opts = _sub_options(opts, sub_spec.defaults, task.get("max_steps"), sub_handle)
             sub_config: RunnableConfig = {

@@ -197,8 +197,9 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
 
         emit = Emitter(runtime, handle)
         emit("step-start", {"iteration": iteration + 1})
-        model = await spec.resolve_model(handle.request_context, opts.delegation.enable_result_references)
-        system = await spec.resolve_instructions(handle.request_context)
+        override = handle.override
+        model = await spec.resolve_model(handle.request_context, opts.delegation.enable_result_references, override)
+        system = await spec.resolve_instructions(handle.request_context, override)
         memory_value: Any = None
         if spec.working_memory is not None:
             memory_value = await read_value(spec.working_memory, spec.agent_id, state, runtime.store, handle)

@@ -42,18 +42,23 @@ from supervisor_graph.nodes.delegation import (
 from supervisor_graph.nodes.iteration import IterationContext, IterationResult
 from supervisor_graph.nodes.options import DelegationOptions, MemoryOptions, RunContext, RunOptions
 from supervisor_graph.nodes.state import SupervisorState
+from supervisor_graph.nodes.versions import VERSIONS_KEY, VersionSelection
 from supervisor_graph.nodes.working_memory import WorkingMemory, WorkingMemoryError
 from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
 from supervisor_graph.scorers import Score, ScoringContext, TaskCompleteResult, create_rubric_scorer, create_scorer
 from supervisor_graph.tools import ToolCallInfo, create_tool, current_request_context, current_tool_call, suspend
+from supervisor_graph.versions import AgentDefinition, AgentVersion
 
 __all__ = [
     "DELEGATION_HOOK_ERRORS",
     "RESOURCE_ID_KEY",
     "RUN_ID_KEY",
     "THREAD_ID_KEY",
+    "VERSIONS_KEY",
     "AbortController",
     "AbortSignal",
+    "AgentDefinition",
+    "AgentVersion",
     "Agent",
     "AgentStream",
     "DelegationCompleteContext",
@@ -83,6 +88,7 @@ __all__ = [
     "ThreadRecord",
     "ToolCallInfo",
     "Usage",
+    "VersionSelection",
     "WorkingMemory",
     "WorkingMemoryError",
     "compile_agent",

@@ -6,6 +6,7 @@
     supervisor-graph draw TARGET [--png FILE]
     supervisor-graph serve TARGET [--port N] [--host HOST] [--path /agent]
                            [--subagents hidden|attributed] [--resource ID]
+    supervisor-graph versions list|save|publish|show TARGET AGENT_ID [...] [--db PATH]
 
 TARGET names an `Agent`: `package.module:attr` or `path/to/file.py:attr`.
 
@@ -44,7 +45,7 @@ from rich.text import Text
 
 from supervisor_graph.agent import Agent
 from supervisor_graph.chunks import StreamChunk
-from supervisor_graph.errors import MissingAPIKeyError, SupervisorGraphError
+from supervisor_graph.errors import CLIError, MissingAPIKeyError, SupervisorGraphError
 from supervisor_graph.memory import Memory
 from supervisor_graph.models import check_credentials, parse_model_string
 from supervisor_graph.nodes.tools import DECLINED_TEXT
@@ -54,10 +55,6 @@ __all__ = ["EXIT_PAUSED", "CLIError", "load_agent", "main"]
 
 PROG = "supervisor-graph"
 EXIT_PAUSED = 3
-
-
-class CLIError(Exception):
-    """A mistake the user can fix; printed as one line, exit status 2."""
 
 
 # -- finding the agent ----------------------------------------------------------
@@ -551,7 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
     from supervisor_graph.examples.research_write import DEFAULT_PROMPT, PUBLISH_PROMPT
 
     parser = argparse.ArgumentParser(prog=PROG, description="Run, inspect and demo supervisor agents.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,run,draw,serve}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,run,draw,serve,versions}")
 
     demo = sub.add_parser("demo", help="run the research-and-write example (offline unless --model)")
     demo.add_argument("--model", help="openai/<name>: use a real model (needs OPENAI_API_KEY or OPENAI_BASE_URL)")
@@ -598,6 +595,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=1, help="worker processes (more than 1 needs the agent's memory on sqlite or Postgres)"
     )
     serve.set_defaults(func=cmd_serve)
+
+    from supervisor_graph.cli_versions import add_versions_parser
+
+    add_versions_parser(sub)
     return parser
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from supervisor_graph.nodes.errors import ModelCallError, SupervisorGraphError
 
 __all__ = [
+    "CLIError",
     "MissingAPIKeyError",
     "ModelCallError",
     "NothingPendingError",
@@ -18,6 +19,12 @@ __all__ = [
 
 class MissingAPIKeyError(SupervisorGraphError):
     """A provider model was used without credentials."""
+
+
+class CLIError(Exception):
+    """A mistake a command-line user can fix; printed as one line, exit status 2. (Here,
+    not in the CLI module, so `python -m supervisor_graph.cli` and the modules it loads
+    share one class.)"""
 
 
 class ThreadBusyError(SupervisorGraphError):

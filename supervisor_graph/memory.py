@@ -26,6 +26,7 @@ from supervisor_graph.nodes.working_memory import (
     store_key,
 )
 from supervisor_graph.thread_lease import ThreadLease
+from supervisor_graph.versions import Versions
 
 __all__ = ["Memory", "ThreadRecord"]
 
@@ -88,6 +89,9 @@ class Memory:
         # agent id -> working memory of the agents declared with this memory (and their
         # subagents), so get/set_working_memory know each one's scope and schema
         self._agents: dict[str, WorkingMemory] = {}
+        # agent id -> the code agent's own tool names (a stored version may only choose among them)
+        self._tools: dict[str, frozenset[str]] = {}
+        self._versions: Versions | None = None
         self.storage = storage
         if store is not None and self.kind != "saver":
             raise ValueError("Memory(store=...) goes with a checkpointer object; a storage URL opens its own store")
@@ -169,7 +173,23 @@ class Memory:
             config = current.working_memory if current is not agent else current.effective_working_memory
             if config is not None:
                 self._agents[current.id] = config
+            self._tools[current.id] = frozenset(current.tools)
             stack.extend(current.agents.values())
+
+    def agent_ids(self) -> list[str]:
+        """Ids of the agents declared with this memory, and of their subagents."""
+        return list(self._tools)
+
+    def agent_tools(self, agent_id: str) -> frozenset[str] | None:
+        """The own tools of an agent declared with this memory (None: unknown agent)."""
+        return self._tools.get(agent_id)
+
+    @property
+    def versions(self) -> Versions:
+        """Stored versions of the agents declared with this memory (SPEC §13)."""
+        if self._versions is None:
+            self._versions = Versions(self)
+        return self._versions
 
     def _working(self, agent_id: str | None) -> tuple[str, WorkingMemory]:
         if agent_id is None:

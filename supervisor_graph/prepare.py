@@ -29,6 +29,7 @@ from supervisor_graph.nodes.delegation import (
 )
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions, merge_options
 from supervisor_graph.nodes.tools import DECLINED_TEXT, INTERRUPTED_TOOL_TEXT
+from supervisor_graph.nodes.versions import VERSIONS_KEY
 from supervisor_graph.paused import PausedRun, PausedRuns
 from supervisor_graph.results import GenerateResult, _client_tools, _pending
 from supervisor_graph.thread_lease import ThreadLease
@@ -187,6 +188,8 @@ async def _prepare(
         root_context=request_context,
         durable=durable,
     )
+    if opts.versions is not None:
+        opts = await _select_versions(agent, opts, options, handle)
     if resume is not None:
         graph_input: Any = resume
         first_id = None
@@ -217,6 +220,19 @@ async def _prepare(
             await run.release(ran=False)  # a repair that did not happen is owed to the next run
             raise
     return run
+
+
+async def _select_versions(agent: Agent, opts: RunOptions, options: dict[str, Any], handle: RunHandle) -> RunOptions:
+    """Attach the call's version resolver (SPEC §13) and apply the top-level agent's version."""
+    from supervisor_graph.versions import RunVersions
+
+    assert opts.versions is not None
+    handle.versions = RunVersions(opts.versions, agent.memory.versions if agent.memory is not None else None)
+    handle.request_context.set(VERSIONS_KEY, opts.versions.model_dump(mode="json"))
+    handle.override = await handle.versions.resolve(agent.id)
+    if handle.override is not None and handle.override.max_steps is not None and "max_steps" not in options:
+        return opts.model_copy(update={"max_steps": handle.override.max_steps})
+    return opts
 
 
 def _model_strings(agent: Agent, opts: RunOptions) -> Iterator[str]:
