@@ -47,6 +47,7 @@ __all__ = [
     "DelegationStartResult",
     "HookFailed",
     "apply_message_filter",
+    "complete_hook",
     "failure_text",
     "make_complete_node",
     "make_start_node",
@@ -413,6 +414,39 @@ def result_message(
     return ToolMessage(content=content, tool_call_id=record.tool_call_id, name=call["name"], artifact=artifact)
 
 
+async def complete_hook(
+    opts: RunOptions, handle: RunHandle, record: DelegationRecord, sub_id: str
+) -> tuple[DelegationCompleteResult | None, bool]:
+    """Run `on_delegation_complete` on a finished delegation (None: the run has no such
+    hook), and whether it bailed. Its `result_text` lands in `record.result_text`; with
+    `hook_error_strategy="throw"` a failing hook turns a success into a failure."""
+    hook = opts.delegation.on_delegation_complete
+    if hook is None:
+        return None, False
+    tool_call_id = record.tool_call_id
+    ctx = DelegationCompleteContext(
+        primitive_id=sub_id,
+        result=record.to_result(),
+        success=record.success,
+        error=record.error,
+        messages=list(record.messages),
+        tool_call_id=tool_call_id,
+        run_id=handle.run_id,
+    )
+    throw = opts.delegation.hook_error_strategy == "throw"
+    try:
+        outcome: DelegationCompleteResult = await run_hook(hook, ctx, DelegationCompleteResult, "on_delegation_complete")
+    except HookFailed as failure:
+        record_hook_error(handle, failure, sub_id, tool_call_id, warn=not throw)
+        outcome = DelegationCompleteResult()
+        if throw and record.success:
+            # the delegation becomes a failure; a failed one keeps its own error
+            record.success, record.error, record.text = False, failure.cause, ""
+    if outcome.result_text is not None:
+        record.result_text = outcome.result_text
+    return outcome, ctx.bailed
+
+
 def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
     async def delegation_complete(payload: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         opts, handle = run_scope(parent, config, runtime)
@@ -434,35 +468,14 @@ def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
                 sub_agent_resource_id=artifact.get("sub_agent_resource_id"),
             )
             handle.delegations[tool_call_id] = record
-        hook = opts.delegation.on_delegation_complete
         update: dict[str, Any] = {}
-        if hook is not None:
-            ctx = DelegationCompleteContext(
-                primitive_id=sub_id,
-                result=record.to_result(),
-                success=record.success,
-                error=record.error,
-                messages=list(record.messages),
-                tool_call_id=tool_call_id,
-                run_id=handle.run_id,
-            )
-            throw = opts.delegation.hook_error_strategy == "throw"
-            try:
-                outcome: DelegationCompleteResult = await run_hook(
-                    hook, ctx, DelegationCompleteResult, "on_delegation_complete"
-                )
-            except HookFailed as failure:
-                record_hook_error(handle, failure, sub_id, tool_call_id, warn=not throw)
-                outcome = DelegationCompleteResult()
-                if throw and record.success:
-                    # the delegation becomes a failure; a failed one keeps its own error
-                    record.success, record.error, record.text = False, failure.cause, ""
-                    artifact["success"] = False
-            if outcome.result_text is not None:
-                record.result_text = outcome.result_text
+        outcome, bailed = await complete_hook(opts, handle, record, sub_id)
+        if outcome is not None:
+            if not record.success:
+                artifact["success"] = False
             if outcome.feedback:
                 update["feedback"] = [outcome.feedback]
-            if ctx.bailed:
+            if bailed:
                 update["bail"] = True
         message = result_message(opts, handle, record, call, artifact)
         emit = Emitter(runtime, handle)

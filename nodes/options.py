@@ -152,6 +152,8 @@ class RunHandle:
     # in force for this agent (None: its code definition).
     versions: Any = None
     override: AgentOverride | None = None
+    # Hosts background delegations (SPEC §12); None: they run inline.
+    background: Any = None
 
     @property
     def root(self) -> RequestContext:

@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
+from supervisor_graph.nodes.background import BackgroundSettings
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.versions import AgentOverride
@@ -86,6 +87,7 @@ class AgentSpec:
     # tools without `execute`: the caller runs them
     client_tools: frozenset[str] = frozenset()
     working_memory: WorkingMemory | None = None
+    background: BackgroundSettings | None = None
     # (id(model), with refs, tool subset) -> (model, bound model); holding the model keeps
     # its id from being reused while the entry lives
     _bound: dict[tuple[int, bool, frozenset[str] | None], tuple[Any, Runnable[Any, Any]]] = field(default_factory=dict)

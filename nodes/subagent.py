@@ -25,6 +25,7 @@ from langgraph.types import Command, Send
 
 from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
+from supervisor_graph.nodes.background import BackgroundLaunch, started_text, task_id_of
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
     RESOURCE_ID_KEY,
@@ -47,14 +48,14 @@ from supervisor_graph.nodes.state import run_start, usage_of_run, zero_usage
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.tools import ended_by_cancel
 
-__all__ = ["make_subagent_node", "text_of"]
+__all__ = ["make_subagent_node", "record_answer", "record_transcript", "sub_options", "text_of"]
 
 log = logging.getLogger("supervisor_graph")
 
 _thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
 
-def _sub_options(parent: RunOptions, sub_defaults: RunOptions, max_steps: int | None, handle: RunHandle) -> RunOptions:
+def sub_options(parent: RunOptions, sub_defaults: RunOptions, max_steps: int | None, handle: RunHandle) -> RunOptions:
     if max_steps is None and handle.override is not None:
         max_steps = handle.override.max_steps  # the selected version's, unless the call set one
     update: dict[str, Any] = {
@@ -142,7 +143,7 @@ def make_subagent_node(
                 versions=handle.versions,
                 override=await handle.versions.resolve(agent_id) if handle.versions is not None else None,
             )
-            sub_opts = _sub_options(opts, sub_spec.defaults, task.get("max_steps"), sub_handle)
+            sub_opts = sub_options(opts, sub_spec.defaults, task.get("max_steps"), sub_handle)
             sub_config: RunnableConfig = {
                 **config,
                 "metadata": {
@@ -154,6 +155,25 @@ def make_subagent_node(
                 },
             }
             context = RunContext.for_run(sub_opts, sub_handle)
+            settings = parent.background.for_key(key) if parent.background is not None else None
+            if settings is not None and handle.background is not None:
+                return _launch_background(
+                    BackgroundLaunch(
+                        task_id=task_id_of(handle.thread_id, task_ns, tool_call_id),
+                        key=key,
+                        agent_id=agent_id,
+                        tool_call_id=tool_call_id,
+                        tool_name=call["name"],
+                        prompt=prompt,
+                        graph=graph,
+                        config=sub_config,
+                        context=context,
+                        settings=settings,
+                        parent_options=opts,
+                        parent_handle=handle,
+                    ),
+                    emit,
+                )
             if per_parent_thread and thread_id is not None:
                 lock = _thread_locks.get(thread_id)
                 if lock is None:
@@ -201,6 +221,31 @@ def make_subagent_node(
     return run_subagent
 
 
+def _launch_background(launch: BackgroundLaunch, emit: Emitter) -> Command[Any]:
+    """Hand the delegation to the run's launcher and answer the supervisor at once."""
+    handle = launch.parent_handle
+    handle.delegations.pop(launch.tool_call_id, None)  # its outcome arrives as a notice, not a result
+    launch.context.handle.stream_events = False  # nobody streams a background task's steps
+    handle.background.launch(launch)
+    started = {
+        "task_id": launch.task_id,
+        "agent_key": launch.key,
+        "agent_id": launch.agent_id,
+        "tool_call_id": launch.tool_call_id,
+        "prompt": launch.prompt,
+    }
+    emit("background-task-started", started)
+    message = ToolMessage(
+        content=started_text(launch.task_id, launch.tool_name),
+        tool_call_id=launch.tool_call_id,
+        name=launch.tool_name,
+        artifact={"agent_id": launch.agent_id, "background_task_id": launch.task_id, "success": True},
+    )
+    record = {**started, "status": "running", "tries": 0, "result_text": None}
+    del record["prompt"]
+    return Command(update={"messages": [message], "background_tasks": {launch.task_id: record}}, goto=SUPERVISOR_NODE)
+
+
 async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunContext, record: DelegationRecord) -> None:
     """Run the subgraph, keeping its latest state so a failure still has the partial
     transcript."""
@@ -211,11 +256,22 @@ async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunCont
         ):
             latest = values
     finally:
-        messages = latest.get("messages") or []
-        start = run_start(messages)
-        record.messages = list(messages[start:])
-        record.usage = usage_of_run(messages, start)
-        record.sub_agent_tool_results = _tool_results(record.messages)
+        record_transcript(record, latest)
+    record_answer(record, latest)
+
+
+def record_transcript(record: DelegationRecord, latest: dict[str, Any]) -> None:
+    """A delegation's transcript, usage and tool results from its subagent's last state
+    (a failed run keeps its partial transcript)."""
+    messages = latest.get("messages") or []
+    start = run_start(messages)
+    record.messages = list(messages[start:])
+    record.usage = usage_of_run(messages, start)
+    record.sub_agent_tool_results = _tool_results(record.messages)
+
+
+def record_answer(record: DelegationRecord, latest: dict[str, Any]) -> None:
+    """A finished delegation's text and finish reason (after `record_transcript`)."""
     _, last = last_turn(record.messages)
     record.text = text_of(last) if last is not None and not last.tool_calls else ""
     record.finish_reason = latest.get("finish_reason") or "stop"

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from supervisor_graph.errors import SupervisorGraphError
 from supervisor_graph.memory import Memory
 from supervisor_graph.models import parse_model_string
+from supervisor_graph.nodes.background import BackgroundSettings
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
 from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL, WorkingMemory
@@ -58,6 +59,11 @@ class Agent(BaseModel):
     memory: Memory | None = None
     default_options: dict[str, Any] = Field(default_factory=dict)
     subagent_threads: Literal["per_delegation", "per_parent_thread"] = "per_delegation"
+    background_tasks: BackgroundSettings | None = Field(
+        default=None,
+        description='Subagents whose delegations run in the background (SPEC §12): {"tools": {key: {"enabled": True, '
+        '"timeout_ms": 900_000, "retries": 0}}}.',
+    )
     working_memory: WorkingMemory | None = Field(
         default=None,
         description='A persistent scratchpad (SPEC §8): {"scope": "resource" | "thread", "template": str} or '
@@ -158,6 +164,12 @@ class Agent(BaseModel):
         if self.effective_working_memory is not None and WORKING_MEMORY_TOOL in self.tools:
             raise ValueError(
                 f"tools: {WORKING_MEMORY_TOOL!r} is the working-memory tool of agent {self.id!r}; rename your tool"
+            )
+        unknown = sorted(set(self.background_tasks.tools) - set(self.agents)) if self.background_tasks else []
+        if unknown:
+            raise ValueError(
+                f"background_tasks: {', '.join(map(repr, unknown))} is not a subagent key of {self.id!r} "
+                f"(its subagents: {', '.join(self.agents) or 'none'})"
             )
         check_cycles(self)
         if self.memory is not None:
@@ -305,6 +317,27 @@ class Agent(BaseModel):
         from supervisor_graph.resume import resume
 
         return await resume(self, answers, run_id=run_id, memory=memory, **options)  # type: ignore[return-value]
+
+    async def stream_until_idle(self, prompt: Any, **options: Any) -> AgentStream:
+        """`stream`, kept open until every background task the run starts has ended and
+        the supervisor has answered each outcome (SPEC §12)."""
+        from supervisor_graph.idle import stream_until_idle
+
+        return await stream_until_idle(self, prompt, **options)
+
+    async def generate_until_idle(self, prompt: Any, **options: Any) -> GenerateResult:
+        """`generate`, returning once every background task of the run has been answered."""
+        from supervisor_graph.idle import generate_until_idle
+
+        return await generate_until_idle(self, prompt, **options)
+
+    async def recover_background_tasks(self, *, memory: Any, **options: Any) -> GenerateResult | None:
+        """Re-run (or fail) the thread's background tasks whose process died, and have the
+        supervisor answer every outcome the thread has not been told of (None: nothing to
+        report). The next call on the thread does the same on its own."""
+        from supervisor_graph.idle import recover_background_tasks
+
+        return await recover_background_tasks(self, memory=memory, **options)
 
     def generate_sync(self, prompt: Any, **options: Any) -> GenerateResult:
         """`generate` for scripts and notebooks."""

@@ -23,6 +23,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from supervisor_graph.agent import Agent, check_cycles
 from supervisor_graph.models import check_credentials, model_strings, resolve_model_string
+from supervisor_graph.nodes.background import input_schema, state_schema
 from supervisor_graph.nodes.delegation import make_complete_node, make_start_node
 from supervisor_graph.nodes.errors import unwrapping_retry_on
 from supervisor_graph.nodes.iteration import make_iteration_node
@@ -36,12 +37,10 @@ from supervisor_graph.nodes.routing import (
     start_node,
 )
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX, AgentSpec
-from supervisor_graph.nodes.state import SupervisorInput, SupervisorState
 from supervisor_graph.nodes.subagent import make_subagent_node
 from supervisor_graph.nodes.supervisor import make_supervisor_node
 from supervisor_graph.nodes.task_complete import make_task_complete_node
 from supervisor_graph.nodes.tools import make_tools_node
-from supervisor_graph.nodes.working_memory import WorkingMemoryInput, WorkingMemoryState
 from supervisor_graph.tools import is_client_tool
 
 __all__ = ["build_spec", "compile_agent", "delegation_tool_schema"]
@@ -98,6 +97,7 @@ def build_spec(agent: Agent) -> AgentSpec:
         defaults=agent.defaults,
         client_tools=frozenset(name for name, tool in tools.items() if is_client_tool(tool)),
         working_memory=agent.effective_working_memory,
+        background=agent.background_tasks if agent.background_tasks is not None and agent.background_tasks.tools else None,
     )
     if model is not None:
         spec.bind(model)  # bind at compile time, not on the first call
@@ -106,11 +106,13 @@ def build_spec(agent: Agent) -> AgentSpec:
 
 def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSpec]:
     spec = build_spec(agent)
-    # only an agent with thread-scoped working memory carries its channel
+    # extra channels only for the features an agent uses: thread-scoped working memory,
+    # background delegations
     in_state = spec.working_memory is not None and spec.working_memory.scope == "thread"
-    builder = StateGraph(
-        WorkingMemoryState if in_state else SupervisorState,
-        input_schema=WorkingMemoryInput if in_state else SupervisorInput,
+    background = spec.background is not None
+    builder: Any = StateGraph(
+        state_schema(in_state, background),
+        input_schema=input_schema(in_state, background),
         context_schema=RunContext,
     )
     keys = list(agent.agents)
@@ -119,7 +121,7 @@ def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSp
         SUPERVISOR_NODE,
         make_supervisor_node(spec),
         # a node reads the channels of its annotated state type unless told otherwise
-        input_schema=WorkingMemoryState if in_state else None,
+        input_schema=state_schema(True, background) if in_state else None,
         # the node raises ModelCallError around the provider's exception: judge the latter
         retry_policy=agent.retry_policy._replace(retry_on=unwrapping_retry_on(agent.retry_policy.retry_on))
         if agent.retry_policy is not None

@@ -6,7 +6,7 @@ import asyncio
 import weakref
 from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -19,20 +19,23 @@ from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL
 from supervisor_graph.checkpointers.naming import split_thread_id
 from supervisor_graph.checkpointers.threads import ThreadRecord, list_threads
 from supervisor_graph.checkpointers.urls import Storage, describe, is_shared_saver, open_storage
+from supervisor_graph.nodes.background import FullState
 from supervisor_graph.nodes.working_memory import (
     WORKING_MEMORY_NAMESPACE,
     WorkingMemory,
-    WorkingMemoryState,
     store_key,
 )
 from supervisor_graph.thread_lease import ThreadLease
 from supervisor_graph.versions import Versions
 
+if TYPE_CHECKING:
+    from supervisor_graph.background import BackgroundTask
+
 __all__ = ["Memory", "ThreadRecord"]
 
 
 def _reader() -> Any:
-    graph = StateGraph(WorkingMemoryState)
+    graph = StateGraph(FullState)
     graph.add_node("read", lambda state: None)
     graph.add_edge(START, "read")
     return graph.compile()
@@ -283,6 +286,20 @@ class Memory:
         finally:
             await lease.release(ran=False)
         return stored
+
+    async def list_background_tasks(self, thread_id: str) -> list[BackgroundTask]:
+        """The background tasks a thread's runs started (SPEC §12), oldest first."""
+        from supervisor_graph.background import BACKGROUND_NAMESPACE, task_view
+
+        reader, config = await self._thread_reader(thread_id)
+        snapshot = await reader.aget_state(config)
+        told: dict[str, Any] = snapshot.values.get("background_tasks") or {}
+        store = await self.store()
+        tasks = []
+        for task_id, record in told.items():
+            item = await store.aget(BACKGROUND_NAMESPACE, task_id)
+            tasks.append(task_view({"task_id": task_id, **record}, dict(item.value) if item is not None else None))
+        return tasks
 
     def list_threads_sync(self, filter: dict[str, Any] | None = None) -> list[ThreadRecord]:
         from supervisor_graph.run import run_sync

@@ -66,6 +66,7 @@ class _Run:
     ephemeral: bool = False
     # how the run ended: paused on approvals or not (None: it did not get to say)
     waiting: bool | None = None
+    background: Any = None  # supervisor_graph.background.RunBackground
 
     async def release(self, *, ran: bool = True) -> None:
         if self.lease is not None:
@@ -127,15 +128,18 @@ async def _prepare(
     run_id: str | None = None,
     paused: PausedRun | None = None,
     lease: ThreadLease | None = None,
+    notices_only: bool = False,
 ) -> _Run:
     """A run ready to start. A thread's lease is taken here (or `lease`, one already held
-    by the caller, is used) and released when the run ends."""
+    by the caller, is used) and released when the run ends. `notices_only`: no prompt;
+    the run's input is the outcomes of background tasks the thread has not been told of
+    (none: the input is empty, and the caller releases the run)."""
     try:
         opts = RunOptions.model_validate(merge_options(agent.default_options, options))
     except ValidationError as exc:
         raise ValueError(f"invalid run options: {exc}") from None
     # Check the input before the thread is taken: a refused call leaves it usable at once.
-    messages = _input_messages(prompt) if resume is None else []
+    messages = _input_messages(prompt) if resume is None and not notices_only else []
     for value in _model_strings(agent, opts):
         check_credentials(value)
     run_uuid = uuid.UUID(run_id) if run_id else uuid.uuid4()
@@ -190,12 +194,17 @@ async def _prepare(
     )
     if opts.versions is not None:
         opts = await _select_versions(agent, opts, options, handle)
+    if opts.memory is not None and agent.background_tasks is not None and agent.background_tasks.tools:
+        from supervisor_graph.background import RunBackground
+
+        assert thread_id is not None
+        handle.background = RunBackground(agent, opened, thread_id, resource_id)
     if resume is not None:
         graph_input: Any = resume
         first_id = None
     else:
         graph_input = {"messages": messages}
-        first_id = messages[0].id
+        first_id = messages[0].id if messages else None
     run = _Run(
         agent=agent,
         graph=agent.graph_with(saver, store),
@@ -211,15 +220,39 @@ async def _prepare(
         lease=lease,
         durability=durability,
         ephemeral=ephemeral,
+        background=handle.background,
     )
     if lease is not None and resume is None:
         try:
             assert lease.acquired is not None
             await _settle_thread(run, lease.acquired)
+            if run.background is not None:
+                await _deliver_outcomes(run)
         except BaseException:
             await run.release(ran=False)  # a repair that did not happen is owed to the next run
             raise
     return run
+
+
+async def _deliver_outcomes(run: _Run) -> None:
+    """Put the outcomes of background tasks the thread has not been told of before the
+    run's input, with their final status, so they land in one checkpoint (SPEC §12)."""
+    from supervisor_graph.background import outcomes
+
+    assert run.background is not None
+    state = await run.graph.aget_state(run.config)
+    tasks = state.values.get("background_tasks") or {}
+    if not tasks:
+        return
+    notices, update = await outcomes(run.background, tasks, state.values.get("messages") or [])
+    if not notices:
+        return
+    for message in notices:
+        message.id = str(uuid.uuid4())
+    run.input["messages"] = [*notices, *run.input["messages"]]
+    run.input["background_tasks"] = update
+    run.first_input_id = notices[0].id
+    run.input_count = len(run.input["messages"])
 
 
 async def _select_versions(agent: Agent, opts: RunOptions, options: dict[str, Any], handle: RunHandle) -> RunOptions:

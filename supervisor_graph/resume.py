@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from supervisor_graph.errors import NothingPendingError
 from supervisor_graph.nodes.tools import approval_answer, is_cancel
 from supervisor_graph.paused import PausedRun
-from supervisor_graph.run import AgentStream, GenerateResult, _generate, _prepare, _Run, paused_runs
+from supervisor_graph.run import AgentStream, FinishedStream, GenerateResult, _generate, _prepare, _Run, paused_runs
 from supervisor_graph.transcript import waiting_interrupts
 
 if TYPE_CHECKING:
@@ -52,6 +52,63 @@ async def _interrupts(agent: Agent, paused: PausedRun | None, options: dict[str,
         await run.release(ran=False)
         raise
     return waiting, run
+
+
+async def _resume_background(
+    agent: Agent,
+    answers: Mapping[str, Any] | None,
+    value: Any,
+    memory: Any,
+    streaming: bool,
+    kind: str | None,
+    options: dict[str, Any],
+) -> GenerateResult | AgentStream | None:
+    """Answer approvals a paused background task waits for (SPEC §12): the task goes on
+    where it stopped, then the supervisor answers its outcome. None: no background task
+    waits for these answers (the run's own pauses are answered as usual)."""
+    from types import SimpleNamespace
+
+    from supervisor_graph.background import RunBackground
+    from supervisor_graph.nodes.options import MemoryOptions
+
+    target = MemoryOptions.model_validate({"thread": memory} if isinstance(memory, str) else memory)
+    assert agent.memory is not None
+    background = RunBackground(agent, await agent.memory.opened(), target.thread, target.resource)
+    waiting = [(record, item) for record in await background.records() for item in record.get("waiting") or ()]
+    if kind is not None:
+        waiting = [(r, i) for r, i in waiting if i["kind"] == kind]
+    if not waiting:
+        return None
+    items = [SimpleNamespace(id=i["interrupt_id"], value=i) for _, i in waiting]
+    if answers is None:
+        if len(items) > 1:
+            return None  # ambiguous here; the run's own pauses may settle it
+        answers = {items[0].id: value}
+    chosen: dict[str, dict[str, Any]] = {}
+    for key, answer in answers.items():
+        try:
+            item = _select(items, key)  # type: ignore[arg-type]
+        except NothingPendingError:
+            return None
+        record = next(r for r, i in waiting if i["interrupt_id"] == item.id)
+        chosen.setdefault(record["task_id"], {})[item.id] = _check(agent, item, answer)  # type: ignore[arg-type]
+    for task_id, task_answers in chosen.items():
+        record = next(r for r, _ in waiting if r["task_id"] == task_id)
+        await background.resume(record, task_answers)
+    run = await _prepare(agent, None, {**options, "memory": memory}, notices_only=True)
+    if run.input["messages"]:  # the supervisor answers the outcome
+        return AgentStream(run) if streaming else await _generate(run)
+    await run.release(ran=False)
+    from supervisor_graph.background import pending_items
+    from supervisor_graph.chunks import Usage
+
+    # it paused again: the result says what it waits for now
+    again = [r for r in await background.records() if r.get("waiting")]
+    result = GenerateResult(
+        text="", messages=[], usage=Usage(), finish_reason="suspended", run_id=run.run_id, thread_id=target.thread,
+        suspended=pending_items(again, run.run_id),
+    )
+    return FinishedStream(run, result) if streaming else result
 
 
 async def pending_interrupts(agent: Agent, *, run_id: str | None = None, memory: Any = None) -> list[Interrupt]:
@@ -117,6 +174,10 @@ async def resume(
 ) -> GenerateResult | AgentStream:
     """Resume a paused run with `answers` (interrupt id or tool call id -> value), or with
     `value` for its only pending item."""
+    if memory is not None and agent.background_tasks is not None and agent.background_tasks.tools:
+        done = await _resume_background(agent, answers, value, memory, streaming, kind, options)
+        if done is not None:
+            return done
     paused, located = await _locate(agent, run_id, memory)
     items, reader = await _interrupts(agent, paused, {**options, **located})
     try:

@@ -20,7 +20,7 @@ from supervisor_graph.prepare import (
     paused_runs,
 )
 from supervisor_graph.results import GenerateResult, PendingItem, _result
-from supervisor_graph.streaming import AgentStream
+from supervisor_graph.streaming import AgentStream, FinishedStream
 from supervisor_graph.sync import run_sync, stream_sync
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentStream",
+    "FinishedStream",
     "GenerateResult",
     "PendingItem",
     "ephemeral_saver",
@@ -55,6 +56,7 @@ async def _generate(run: _Run) -> GenerateResult:
         if aborted:
             values = await _repair_thread(run)
         result = _result(run, values, aborted)
+        await _waiting_tasks(run, result)
         await _after(run, result)
         return result
     except Exception:
@@ -62,6 +64,15 @@ async def _generate(run: _Run) -> GenerateResult:
         raise
     finally:
         await run.release()
+
+
+async def _waiting_tasks(run: _Run, result: GenerateResult) -> None:
+    """Approvals paused background tasks of the thread wait for (SPEC §12)."""
+    if run.background is not None:
+        from supervisor_graph.background import pending_items
+
+        waiting = [r for r in await run.background.records() if r.get("waiting")]
+        result.suspended.extend(pending_items(waiting, run.run_id))
 
 
 async def stream(agent: Agent, prompt: Any, **options: Any) -> AgentStream:

@@ -113,6 +113,10 @@ class AgentStream:
                 last_values = await _repair_thread(run)
                 emit(make_chunk("abort", {"reason": getattr(run.options.abort_signal, "reason", None)}, run.run_id, (run.agent.id,)))
             result = _result(run, last_values, aborted)
+            if run.background is not None:
+                from supervisor_graph.run import _waiting_tasks
+
+                await _waiting_tasks(run, result)
             await _after(run, result)
             for item in result.suspended:
                 if not item.is_interrupt:
@@ -171,6 +175,34 @@ class AgentStream:
             raise self._error
         assert self._result is not None
         return self._result
+
+
+class FinishedStream(AgentStream):
+    """A stream of a result known at once (nothing to run): `start`, its pending items,
+    `finish`."""
+
+    def __init__(self, run: _Run, result: GenerateResult) -> None:
+        self._preset = result
+        super().__init__(run)
+
+    async def _pump(self) -> None:
+        run, result = self._run, self._preset
+        self._push(make_chunk("start", {"thread_id": run.thread_id}, run.run_id, (run.agent.id,)))
+        for item in result.suspended:
+            kind = "tool-call-suspended" if item.kind == "suspend" else "tool-call-approval"
+            self._push(make_chunk(kind, item.model_dump(), run.run_id, item.agent_path, item.namespace))
+        self._result = result
+        self._push(
+            FinishChunk(
+                payload={"finish_reason": result.finish_reason},
+                run_id=run.run_id,
+                agent_path=(run.agent.id,),
+                finish_reason=result.finish_reason,
+                usage=result.usage,
+            )
+        )
+        self._done = True
+        self._changed.set()
 
 
 def _reasoning_text(message: AIMessage) -> str:

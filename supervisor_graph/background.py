@@ -1,0 +1,468 @@
+"""Background delegations, hosted by the run facade (SPEC §12).
+
+A task runs its subagent's graph standalone on a thread of its own,
+`<parent thread>::bg/<task id>-t<try>`, with the memory's checkpointer, so an approval
+inside it pauses that thread only and a resume continues where it stopped. Its progress
+(tries, status, a pause, the outcome) is a record in the memory's store, written without
+the parent thread; the parent's checkpointed state says which tasks it started and
+which outcomes it has been told. The next run on the parent thread carries every new
+outcome in as a notice, with the final status in the same checkpoint, so each is
+reported once. A task lease (`bg:<task id>`, in the memory's lease table) keeps two
+processes from running one task, and tells a live task from one whose process died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.types import Command
+from pydantic import BaseModel
+
+from supervisor_graph.checkpointers.urls import Storage
+from supervisor_graph.errors import ThreadBusyError
+from supervisor_graph.nodes.background import (
+    FINAL_STATUSES,
+    BackgroundLaunch,
+    BackgroundTaskConfig,
+    notice,
+)
+from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.delegation import DelegationRecord, complete_hook, failure_text, model_view
+from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.subagent import record_answer, record_transcript, sub_options
+from supervisor_graph.thread_lease import ThreadLease
+
+if TYPE_CHECKING:
+    from supervisor_graph.agent import Agent
+
+__all__ = ["BACKGROUND_NAMESPACE", "BackgroundTask", "RunBackground", "background_thread_id", "runner"]
+
+log = logging.getLogger("supervisor_graph")
+
+BACKGROUND_NAMESPACE = ("supervisor_graph", "background_tasks")
+STOPPED_TEXT = "The process running it stopped before it finished, and it has no tries left."
+
+
+class BackgroundTask(BaseModel):
+    """One background task of a thread (`memory.list_background_tasks`)."""
+
+    task_id: str
+    agent_key: str
+    agent_id: str
+    tool_call_id: str
+    status: str
+    tries: int = 0
+    result_text: str | None = None
+    waiting: list[dict[str, Any]] = []
+    """Approvals (or suspended tools) a running task waits for."""
+
+
+def background_thread_id(parent_thread: str, task_id: str, attempt: int) -> str:
+    """The thread one try of a task runs on (not a namespace of the parent's: `/` keeps
+    `split_thread_id` from reading it as one)."""
+    return f"{parent_thread}::bg/{task_id}-t{attempt}"
+
+
+# -- the process's tasks --------------------------------------------------------------
+
+
+class Runner:
+    """This process's background tasks, and wake-ups for those waiting on a thread."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self._events: dict[str, asyncio.Event] = {}
+
+    def live(self, task_id: str) -> bool:
+        task = self.tasks.get(task_id)
+        return task is not None and not task.done()
+
+    def start(self, task_id: str, work: Coroutine[Any, Any, None]) -> bool:
+        if self.live(task_id):
+            work.close()
+            return False
+        task = asyncio.ensure_future(work)
+        self.tasks[task_id] = task
+        task.add_done_callback(lambda _: self.tasks.pop(task_id, None) if self.tasks.get(task_id) is task else None)
+        return True
+
+    def event(self, thread_id: str) -> asyncio.Event:
+        event = self._events.get(thread_id)
+        if event is None:
+            event = self._events[thread_id] = asyncio.Event()
+        return event
+
+    def notify(self, thread_id: str) -> None:
+        event = self._events.pop(thread_id, None)
+        if event is not None:
+            event.set()
+
+
+runner = Runner()
+
+
+# -- one run's launcher --------------------------------------------------------------
+
+
+@dataclass
+class RunBackground:
+    """Hosts the background delegations of runs on one parent thread."""
+
+    agent: Agent
+    storage: Storage
+    thread_id: str
+    resource_id: str | None
+    launched: list[str] = field(default_factory=list)
+
+    # -- the store record ---------------------------------------------------------
+
+    async def load(self, task_id: str) -> dict[str, Any] | None:
+        item = await self.storage.store.aget(BACKGROUND_NAMESPACE, task_id)
+        return dict(item.value) if item is not None else None
+
+    async def save(self, record: dict[str, Any]) -> None:
+        await self.storage.store.aput(BACKGROUND_NAMESPACE, record["task_id"], record, index=False)
+
+    async def records(self) -> list[dict[str, Any]]:
+        items = await self.storage.store.asearch(BACKGROUND_NAMESPACE, filter={"thread_id": self.thread_id}, limit=10_000)
+        return [dict(item.value) for item in items]
+
+    # -- launching ----------------------------------------------------------------
+
+    def launch(self, launch: BackgroundLaunch) -> None:
+        """Start a task the subagent node handed over (a node run again starts nothing new)."""
+        if runner.start(launch.task_id, self._execute(launch)):
+            self.launched.append(launch.task_id)
+
+    async def _execute(self, launch: BackgroundLaunch, resume: Any = None) -> None:
+        lease = ThreadLease(self.storage.leases, f"bg:{launch.task_id}")
+        try:
+            await lease.acquire()
+        except ThreadBusyError:
+            return  # another process runs it
+        try:
+            record = await self.load(launch.task_id) or {
+                "task_id": launch.task_id,
+                "thread_id": self.thread_id,
+                "resource_id": self.resource_id,
+                "agent_key": launch.key,
+                "agent_id": launch.agent_id,
+                "tool_call_id": launch.tool_call_id,
+                "tool_name": launch.tool_name,
+                "prompt": launch.prompt,
+                "request_context": _plain(launch.context.handle.request_context),
+                "status": "running",
+                "tries": 0,
+                "result_text": None,
+                "waiting": [],
+            }
+            if record["status"] in FINAL_STATUSES:
+                return
+            await self._tries(launch, record, resume)
+        except Exception as exc:  # noqa: BLE001 - a broken task is a failed task, never a silent one
+            log.warning("background task %s could not run: %s", launch.task_id, type(exc).__name__, exc_info=exc)
+        finally:
+            await lease.release()
+            runner.notify(self.thread_id)
+
+    async def _tries(self, launch: BackgroundLaunch, record: dict[str, Any], resume: Any) -> None:
+        settings = launch.settings
+        graph = _graph_with(launch.graph, self.storage)
+        while True:
+            if resume is None:
+                record["tries"] += 1
+            attempt = record["tries"]
+            record["status"], record["waiting"] = "running", []
+            await self.save(record)
+            config = {
+                **launch.config,
+                "configurable": {"thread_id": background_thread_id(self.thread_id, launch.task_id, attempt)},
+            }
+            graph_input = resume if resume is not None else {"messages": [HumanMessage(content=launch.prompt)]}
+            resume = None
+            outcome, delegation, waiting = await self._try(graph, graph_input, config, launch, settings)
+            if outcome == "waiting":
+                record["waiting"] = waiting
+                await self.save(record)
+                return
+            if outcome in ("completed", "failed"):  # on_delegation_complete runs once per try
+                await complete_hook(launch.parent_options, launch.parent_handle, delegation, launch.agent_id)
+                if outcome == "completed" and not delegation.success:
+                    outcome = "failed"  # a throwing hook under hook_error_strategy="throw"
+            if outcome in ("failed", "timed_out") and attempt <= settings.retries:
+                continue
+            record["status"] = outcome
+            record["result_text"] = _notice_text(outcome, delegation, settings)
+            await self.save(record)
+            return
+
+    async def _try(
+        self, graph: Any, graph_input: Any, config: Any, launch: BackgroundLaunch, settings: BackgroundTaskConfig
+    ) -> tuple[str, DelegationRecord, list[dict[str, Any]]]:
+        delegation = DelegationRecord(
+            tool_call_id=launch.tool_call_id, key=launch.key, agent_id=launch.agent_id, prompt=launch.prompt
+        )
+        latest: dict[str, Any] = {}
+        interrupts: list[Any] = []
+
+        async def run() -> None:
+            nonlocal latest
+            async for mode, data in graph.astream(
+                graph_input, config, context=launch.context, stream_mode=["values", "updates"], durability="sync"
+            ):
+                if mode == "values":
+                    latest = data
+                elif isinstance(data, dict) and "__interrupt__" in data:
+                    interrupts.extend(data["__interrupt__"])
+
+        signal = launch.parent_handle.abort_signal
+        timeout = settings.timeout_ms / 1000 if settings.timeout_ms else None
+        try:
+            work = asyncio.ensure_future(run())
+            waiters = {work}
+            stop = asyncio.ensure_future(signal.wait()) if signal is not None else None
+            if stop is not None:
+                waiters.add(stop)
+            try:
+                done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if stop is not None:
+                    stop.cancel()
+            if work not in done:
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+                return ("cancelled" if signal is not None and signal.is_set() else "timed_out"), delegation, []
+            work.result()
+        except Exception as exc:  # noqa: BLE001 - the outcome notice says it failed, generically
+            log.warning("background task %s (%s) failed: %s", launch.task_id, launch.agent_id, type(exc).__name__)
+            delegation.success, delegation.error = False, exc
+            record_transcript(delegation, latest)
+            return "failed", delegation, []
+        record_transcript(delegation, latest)
+        if interrupts:
+            thread = config["configurable"]["thread_id"]
+            return "waiting", delegation, [_pending(item, thread, launch) for item in interrupts]
+        record_answer(delegation, latest)
+        return "completed", delegation, []
+
+    # -- a paused task --------------------------------------------------------------
+
+    async def resume(self, record: dict[str, Any], answers: dict[str, Any]) -> None:
+        """Continue a task paused on approvals with `answers` (interrupt id -> answer),
+        where it stopped; returns when it has settled again."""
+        launch = self.relaunch(record)
+        await self._execute(launch, resume=Command(resume=answers))
+
+    def relaunch(self, record: dict[str, Any], context_messages: Sequence[BaseMessage] = ()) -> BackgroundLaunch:
+        """A launch rebuilt from a task's record (a resume, or a re-run after a crash)."""
+        sub = self.agent.agents[record["agent_key"]]
+        settings = self.agent.background_tasks.for_key(record["agent_key"]) if self.agent.background_tasks else None
+        parent_options = RunOptions.model_validate(self.agent.default_options)
+        parent_handle = RunHandle(
+            run_id=record["task_id"], agent_path=(self.agent.id,), thread_id=self.thread_id, resource_id=self.resource_id
+        )
+        request_context = RequestContext(record.get("request_context") or {})
+        sub_handle = RunHandle(
+            run_id=record["task_id"],
+            agent_path=(self.agent.id, sub.id),
+            request_context=request_context,
+            context_messages=list(context_messages),
+            thread_id=None,
+            resource_id=f"{self.resource_id or self.thread_id}/{record['agent_key']}",
+            stream_events=False,
+            durable=True,
+        )
+        context = RunContext.for_run(sub_options(parent_options, sub.defaults, None, sub_handle), sub_handle)
+        return BackgroundLaunch(
+            task_id=record["task_id"],
+            key=record["agent_key"],
+            agent_id=record["agent_id"],
+            tool_call_id=record["tool_call_id"],
+            tool_name=record.get("tool_name") or f"agent-{record['agent_key']}",
+            prompt=record["prompt"],
+            graph=sub.graph,
+            config={"metadata": {"agent_id": sub.id, "parent_thread_id": self.thread_id}},
+            context=context,
+            settings=settings or BackgroundTaskConfig(),
+            parent_options=parent_options,
+            parent_handle=parent_handle,
+        )
+
+
+_graphs: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+def _graph_with(graph: Any, storage: Storage) -> Any:
+    """The subagent's graph on the memory's checkpointer and store, made once per saver."""
+    entry = _graphs.get(storage.saver)
+    if entry is None or entry[0] is not graph:
+        entry = _graphs[storage.saver] = (graph, graph.copy(update={"checkpointer": storage.saver, "store": storage.store}))
+    return entry[1]
+
+
+def _plain(context: RequestContext) -> dict[str, Any]:
+    from supervisor_graph.nodes.delegation import RUN_IDENTITY_KEYS
+
+    return {k: v for k, v in context.to_dict().items() if k not in RUN_IDENTITY_KEYS}
+
+
+def _pending(item: Any, thread: str, launch: BackgroundLaunch) -> dict[str, Any]:
+    value = item.value if isinstance(item.value, dict) else {"payload": item.value}
+    return {
+        "interrupt_id": item.id,
+        "kind": value.get("kind", "approval"),
+        "tool_call_id": value.get("tool_call_id"),
+        "tool_name": value.get("tool_name"),
+        "args": value.get("args") or {},
+        "agent_path": list(value.get("agent_path") or (launch.agent_id,)),
+        "payload": value.get("payload", value),
+        "resume_schema": value.get("resume_schema"),
+        "namespace": f"bg/{launch.task_id}",
+        "thread": thread,
+    }
+
+
+def _notice_text(status: str, delegation: DelegationRecord, settings: BackgroundTaskConfig) -> str:
+    if delegation.result_text is not None:
+        return delegation.result_text  # on_delegation_complete's result_text replaces the answer
+    if status == "completed":
+        return delegation.text
+    if status == "timed_out":
+        return f"The subagent {delegation.agent_id!r} ran longer than {settings.timeout_ms} ms and was stopped."
+    if status == "cancelled":
+        return f"The subagent {delegation.agent_id!r} was cancelled: the run was aborted."
+    return failure_text(delegation.agent_id)
+
+
+# -- delivering outcomes to the parent thread ------------------------------------------
+
+
+async def outcomes(background: RunBackground, state_tasks: dict[str, Any], messages: Sequence[BaseMessage]) -> tuple[
+    list[HumanMessage], dict[str, Any]
+]:
+    """Notices for the parent thread's tasks that ended and that it has not been told of,
+    and the records' final state; re-runs (or fails) tasks whose process died."""
+    notices: list[HumanMessage] = []
+    update: dict[str, Any] = {}
+    for task_id, told in state_tasks.items():
+        if told.get("status") in FINAL_STATUSES:
+            continue
+        record = await background.load(task_id)
+        if record is None or (record["status"] not in FINAL_STATUSES and not runner.live(task_id)):
+            record = await _orphan(background, task_id, record, told, messages)
+        if record is None or record["status"] not in FINAL_STATUSES:
+            continue
+        notices.append(notice(task_id, record["agent_key"], record["status"], record.get("result_text") or ""))
+        update[task_id] = {"status": record["status"], "tries": record["tries"], "result_text": record.get("result_text")}
+    return notices, update
+
+
+async def _orphan(
+    background: RunBackground,
+    task_id: str,
+    record: dict[str, Any] | None,
+    told: dict[str, Any],
+    messages: Sequence[BaseMessage],
+) -> dict[str, Any] | None:
+    """A task not running in this process: leave it to the process that runs it, or (its
+    process died) run it again here, or fail it when it has no tries left."""
+    if record is not None and record.get("waiting"):
+        return record  # paused on approvals: it waits for an answer, not for a process
+    lease = ThreadLease(background.storage.leases, f"bg:{task_id}")
+    try:
+        await lease.acquire()
+    except ThreadBusyError:
+        return record  # alive in another process
+    try:
+        if record is None:  # the process died before the task wrote anything
+            record = {
+                "task_id": task_id,
+                "thread_id": background.thread_id,
+                "resource_id": background.resource_id,
+                "agent_key": told["agent_key"],
+                "agent_id": told["agent_id"],
+                "tool_call_id": told["tool_call_id"],
+                "prompt": _prompt_of(messages, told["tool_call_id"]),
+                "request_context": {},
+                "status": "running",
+                "tries": 0,
+                "result_text": None,
+                "waiting": [],
+            }
+        settings = background.agent.background_tasks.for_key(record["agent_key"]) if background.agent.background_tasks else None
+        retries = settings.retries if settings is not None else 0
+        if record["tries"] > retries:
+            record["status"], record["result_text"] = "failed", STOPPED_TEXT
+            await background.save(record)
+            return record
+        await background.save(record)
+    finally:
+        await lease.release()
+    launch = background.relaunch(record, model_view(_context_before(messages, record["tool_call_id"])))
+    background.launch(launch)
+    log.warning("background task %s was running in a process that stopped; running it again", task_id)
+    return record
+
+
+def _prompt_of(messages: Sequence[BaseMessage], tool_call_id: str) -> str:
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                if call["id"] == tool_call_id:
+                    return str(call["args"].get("prompt", ""))
+    return ""
+
+
+def _context_before(messages: Sequence[BaseMessage], tool_call_id: str) -> list[BaseMessage]:
+    for i, message in enumerate(messages):
+        if isinstance(message, AIMessage) and any(call["id"] == tool_call_id for call in message.tool_calls):
+            return list(messages[: i + 1])
+    return list(messages)
+
+
+# -- what callers see ------------------------------------------------------------------
+
+
+def pending_items(records: Sequence[dict[str, Any]], run_id: str) -> list[Any]:
+    """The approvals (and suspended tools) paused background tasks wait for."""
+    from supervisor_graph.results import PendingItem
+
+    items = []
+    for record in records:
+        for item in record.get("waiting") or ():
+            items.append(
+                PendingItem(
+                    kind=item["kind"],
+                    interrupt_id=item["interrupt_id"],
+                    tool_call_id=item.get("tool_call_id"),
+                    tool_name=item.get("tool_name"),
+                    args=item.get("args") or {},
+                    agent_path=tuple(item.get("agent_path") or ()),
+                    run_id=run_id,
+                    payload=item.get("payload"),
+                    resume_schema=item.get("resume_schema"),
+                    namespace=item.get("namespace") or "",
+                )
+            )
+    return items
+
+
+def task_view(told: dict[str, Any], record: dict[str, Any] | None) -> BackgroundTask:
+    """A task as the parent's state records it, with the store's progress when it is newer."""
+    merged = {**told, **(record or {})} if told.get("status") not in FINAL_STATUSES else {**(record or {}), **told}
+    return BackgroundTask(
+        task_id=merged["task_id"],
+        agent_key=merged.get("agent_key", ""),
+        agent_id=merged.get("agent_id", ""),
+        tool_call_id=merged.get("tool_call_id", ""),
+        status=merged.get("status", "running"),
+        tries=merged.get("tries", 0),
+        result_text=merged.get("result_text"),
+        waiting=merged.get("waiting") or [],
+    )

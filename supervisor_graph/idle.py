@@ -1,0 +1,164 @@
+"""`stream_until_idle` / `generate_until_idle` and `recover_background_tasks` (SPEC §12).
+
+A run that starts background tasks ends when its supervisor answers. Until idle, the
+stream stays open: when a task of the run ends, the facade runs the supervisor again
+on the thread with the outcome as input (the next run's notices), and so on until every
+task has ended and been answered, or waits for an approval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from supervisor_graph.background import RunBackground, pending_items, runner
+from supervisor_graph.chunks import FinishChunk, Usage, make_chunk
+from supervisor_graph.nodes.background import FINAL_STATUSES
+from supervisor_graph.prepare import _prepare, _Run
+from supervisor_graph.results import GenerateResult
+from supervisor_graph.streaming import AgentStream
+
+if TYPE_CHECKING:
+    from supervisor_graph.agent import Agent
+
+__all__ = ["IdleStream", "generate_until_idle", "recover_background_tasks", "stream_until_idle"]
+
+# how long a waiter sleeps between looks at the store (a task in another process, or a
+# wake-up missed between a look and the wait, is noticed within this)
+_POLL = 1.0
+
+
+class IdleStream(AgentStream):
+    """`AgentStream` over a run and the runs that answer its background tasks' outcomes:
+    one `start`, every run's chunks, `background-task-completed` / `-failed` chunks, one
+    `finish`. `result()` is the last run's result with every run's messages and usage."""
+
+    def __init__(self, run: _Run, options: dict[str, Any]) -> None:
+        self._options = options
+        super().__init__(run)
+
+    async def _pump(self) -> None:  # type: ignore[override]
+        run, emit = self._run, self._push
+        agent = run.agent
+        results: list[GenerateResult] = []
+        launched: set[str] = set()
+        try:
+            stream: AgentStream | None = AgentStream(run)
+            first = True
+            while stream is not None:
+                async for chunk in stream.full_stream:
+                    if chunk.type == "finish" or (chunk.type == "start" and not first):
+                        continue
+                    emit(chunk)
+                first = False
+                result = await stream.result()
+                results.append(result)
+                background: RunBackground | None = stream._run.background
+                if background is None or result.finish_reason in ("abort", "suspended"):
+                    break
+                launched.update(background.launched)
+                ended = await _wait_for_outcomes(background, launched)
+                if not ended:
+                    break
+                for record in ended:
+                    kind = "background-task-completed" if record["status"] == "completed" else "background-task-failed"
+                    payload = {
+                        "task_id": record["task_id"],
+                        "agent_key": record["agent_key"],
+                        "status": record["status"],
+                        "result_text": record.get("result_text"),
+                    }
+                    emit(make_chunk(kind, payload, run.run_id, (agent.id,)))
+                    launched.discard(record["task_id"])
+                nxt = await _prepare(agent, None, self._options, notices_only=True)
+                if not nxt.input["messages"]:
+                    await nxt.release(ran=False)
+                    break
+                stream = AgentStream(nxt)
+            final = _combined(results)
+            if launched and results and run.background is not None:
+                waiting = [r for r in await run.background.records() if r["task_id"] in launched and r.get("waiting")]
+                final.suspended.extend(pending_items(waiting, final.run_id))
+            self._result = final
+            emit(
+                FinishChunk(
+                    payload={"finish_reason": final.finish_reason},
+                    run_id=run.run_id,
+                    agent_path=(agent.id,),
+                    finish_reason=final.finish_reason,
+                    usage=final.usage,
+                )
+            )
+        except BaseException as exc:  # surfaced to readers as an error chunk and by result()
+            self._error = exc
+            emit(make_chunk("error", {"error": type(exc).__name__, "message": str(exc)}, run.run_id, (agent.id,)))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._done = True
+            self._changed.set()
+
+
+async def _wait_for_outcomes(background: RunBackground, launched: set[str]) -> list[dict[str, Any]]:
+    """The tasks of `launched` that have ended, once at least one has; [] when none can
+    (every one left waits for an approval, or is gone)."""
+    while True:
+        event = runner.event(background.thread_id)
+        records = {r["task_id"]: r for r in await background.records() if r["task_id"] in launched}
+        ended = [r for r in records.values() if r["status"] in FINAL_STATUSES]
+        if ended:
+            return ended
+        running = [
+            task_id
+            for task_id in launched
+            if task_id not in records or (records[task_id]["status"] == "running" and not records[task_id].get("waiting"))
+        ]
+        if not running:
+            return []
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(event.wait(), _POLL)
+
+
+def _combined(results: list[GenerateResult]) -> GenerateResult:
+    last = results[-1]
+    if len(results) == 1:
+        return last
+    usage = Usage(
+        input_tokens=sum(r.usage.input_tokens for r in results),
+        output_tokens=sum(r.usage.output_tokens for r in results),
+        total_tokens=sum(r.usage.total_tokens for r in results),
+    )
+    return last.model_copy(
+        update={
+            "messages": [m for r in results for m in r.messages],
+            "usage": usage,
+            "delegations": [d for r in results for d in r.delegations],
+            "suspended": list(last.suspended),
+        }
+    )
+
+
+async def stream_until_idle(agent: Agent, prompt: Any, **options: Any) -> IdleStream:
+    """Start `agent` on `prompt`; the stream stays open until every background task the
+    run starts has ended and the supervisor has answered each outcome."""
+    return IdleStream(await _prepare(agent, prompt, options), options)
+
+
+async def generate_until_idle(agent: Agent, prompt: Any, **options: Any) -> GenerateResult:
+    """`stream_until_idle`, returning the result."""
+    stream = await stream_until_idle(agent, prompt, **options)
+    return await stream.result()
+
+
+async def recover_background_tasks(agent: Agent, *, memory: Any, **options: Any) -> GenerateResult | None:
+    """Settle the thread's background tasks now: re-run those whose process died (tries
+    left) or fail them, and have the supervisor answer every outcome it has not been told
+    of. None when there was nothing to report."""
+    from supervisor_graph.run import _generate
+
+    run = await _prepare(agent, None, {**options, "memory": memory}, notices_only=True)
+    if not run.input["messages"]:
+        await run.release(ran=False)
+        return None
+    return await _generate(run)
