@@ -1,0 +1,89 @@
+"""Background tasks survive a killed process (SPEC §12): a task whose process got
+SIGKILL is found by the next call on its thread, re-run when it has tries left or failed
+when not, and reported exactly once; while its process lives, nobody else runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from supervisor_graph import Memory
+from tests.reliability.bg_worker import THREAD, build
+
+WORKER = Path(__file__).with_name("bg_worker.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_worker(storage: str, ledger: Path, retries: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(WORKER), storage, str(ledger), str(retries)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    line = proc.stdout.readline() if proc.stdout else ""
+    assert json.loads(line or "{}").get("text") == "started", proc.stderr.read() if proc.stderr else ""
+    deadline = time.monotonic() + 30
+    while "sub" not in ledger.read_text() if ledger.exists() else True:  # the task is in its model call
+        assert time.monotonic() < deadline and proc.poll() is None, "the background task never started"
+        time.sleep(0.05)
+    return proc
+
+
+def runs_by(ledger: Path) -> list[str]:
+    return [line.split()[1] for line in ledger.read_text().splitlines() if line.startswith("sub ")]
+
+
+async def settle(memory: Memory, agent, expect: str) -> list:
+    """Call recover until the thread has been told of the task; return every result."""
+    results = []
+    for _ in range(200):
+        result = await agent.recover_background_tasks(memory=THREAD)
+        if result is not None:
+            results.append(result)
+        tasks = await memory.list_background_tasks(THREAD["thread"])
+        if tasks and tasks[0].status == expect and results:
+            return results
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the task never became {expect}: {await memory.list_background_tasks(THREAD['thread'])}")
+
+
+@pytest.mark.parametrize("retries", [1, 0])
+async def test_a_task_whose_process_was_killed_is_rerun_or_failed_and_reported_once(
+    shared_storage: str, tmp_path: Path, retries: int
+) -> None:
+    ledger = tmp_path / "ledger"
+    proc = start_worker(shared_storage, ledger, retries)
+    async with Memory(shared_storage) as memory:
+        agent = build(memory, str(ledger), retries, seconds=0.0)
+        try:
+            # while the worker lives, its lease keeps the task there: nothing runs it here
+            assert await agent.recover_background_tasks(memory=THREAD) is None
+            assert runs_by(ledger) == [str(proc.pid)]
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+        expected = "completed" if retries else "failed"
+        results = await settle(memory, agent, expected)
+        [task] = await memory.list_background_tasks(THREAD["thread"])
+        assert task.status == expected
+        if retries:
+            assert runs_by(ledger) == [str(proc.pid), str(os.getpid())] and task.tries == 2
+            assert results[-1].text.startswith(f"reported: [Background task {task.task_id} completed]\nfacts")
+        else:
+            assert runs_by(ledger) == [str(proc.pid)] and task.tries == 1
+            assert results[-1].text.startswith(f"reported: [Background task {task.task_id} failed]")
+        # reported exactly once: nothing more to tell, and one notice in the thread
+        assert await agent.recover_background_tasks(memory=THREAD) is None
+        notices = [m for m in await memory.get_messages(THREAD["thread"]) if "background_task" in m.additional_kwargs]
+        assert len(notices) == 1 and notices[0].additional_kwargs["background_task"]["status"] == expected
