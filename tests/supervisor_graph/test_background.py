@@ -1,0 +1,191 @@
+"""Background subagents (SPEC §12), in one process: dispatch, outcome notices,
+`stream_until_idle`, timeouts, retries, hooks per try, abort, approvals inside a task,
+and where no facade hosts them (inline). Killed processes: tests/reliability."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage, ToolMessage
+from pydantic import BaseModel
+
+from supervisor_graph import AbortController, Agent, Memory, create_tool
+from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
+
+
+def boss_policy(messages: list[Any]) -> Any:
+    last = messages[-1]
+    if isinstance(last, HumanMessage) and str(last.content).startswith("[Background task"):
+        return "reported: " + str(last.content)
+    if isinstance(last, ToolMessage):
+        return "started, will report"
+    return delegate("research", "dig")
+
+
+def team(sub_model: ScriptedChatModel, memory: Memory | None = None, **settings: Any) -> tuple[Agent, ScriptedChatModel]:
+    research = Agent(id="research-agent", description="Researches.", model=sub_model)
+    boss_model = ScriptedChatModel(policy=boss_policy)
+    boss = Agent(
+        id="boss",
+        model=boss_model,
+        agents={"research": research},
+        memory=memory if memory is not None else Memory(":memory:"),
+        background_tasks={"tools": {"research": settings}},
+    )
+    return boss, boss_model
+
+
+async def test_stream_until_idle_reports_the_outcome(memory: Memory) -> None:
+    boss, boss_model = team(ScriptedChatModel(policy=lambda m: "deep facts", latency=0.05), memory)
+    stream = await boss.stream_until_idle("go", memory={"thread": "bg-1", "resource": "u"})
+    chunks = [c async for c in stream.full_stream]
+    result = await stream.result()
+    kinds = [c.type for c in chunks]
+    assert kinds[0] == "start" and kinds[-1] == "finish" and kinds.count("finish") == 1 and kinds.count("start") == 1
+    started = next(c for c in chunks if c.type == "background-task-started").payload
+    task_id = started["task_id"]
+    assert {k: started[k] for k in ("agent_key", "agent_id", "prompt")} == {"agent_key": "research", "agent_id": "research-agent", "prompt": "dig"}
+    completed = next(c for c in chunks if c.type == "background-task-completed").payload
+    assert completed["task_id"] == task_id and completed["status"] == "completed"
+    assert kinds.index("background-task-started") < kinds.index("background-task-completed")
+    # the supervisor was told at once, then answered the outcome
+    tool_result = boss_model.calls[1][-1]
+    assert isinstance(tool_result, ToolMessage) and tool_result.content == (
+        f'Background task started. Task ID: {task_id}. The tool "agent-research" is running in the background. '
+        "You will be notified when it completes."
+    )
+    assert result.text == f"reported: [Background task {task_id} completed]\ndeep facts"
+    stored = await memory.get_messages("bg-1")
+    [notice] = [m for m in stored if isinstance(m, HumanMessage) and m.additional_kwargs.get("background_task")]
+    assert notice.additional_kwargs["background_task"] == {"task_id": task_id, "agent_key": "research", "status": "completed"}
+    [task] = await memory.list_background_tasks("bg-1")
+    assert (task.status, task.tries, task.result_text) == ("completed", 1, "deep facts")
+    assert not result.delegations or all(d.agent_id != "research-agent" for d in result.delegations[:1])
+
+
+async def test_plain_generate_returns_at_once_and_the_next_call_carries_the_outcome_once() -> None:
+    sub_model = ScriptedChatModel(policy=lambda m: "late facts", latency=0.2)
+    boss, boss_model = team(sub_model)
+    assert boss.memory is not None
+    first = await boss.generate("go", memory={"thread": "bg-2"})
+    assert first.text == "started, will report" and len(sub_model.calls) == 0  # not waited for
+    await asyncio.sleep(0.5)
+    boss_model.policy = lambda m: "seen: " + " | ".join(str(x.content).splitlines()[0] for x in m if isinstance(x, HumanMessage))  # type: ignore[assignment]
+    second = await boss.generate("anything new?", memory={"thread": "bg-2"})
+    assert "[Background task" in second.text and "completed]" in second.text
+    third = await boss.generate("and now?", memory={"thread": "bg-2"})
+    notices = [m for m in await boss.memory.get_messages("bg-2") if m.additional_kwargs.get("background_task")]
+    assert len(notices) == 1 and third.text.count("completed]") == 1  # the one notice, not a second one
+
+
+async def test_timeouts_and_retries_run_the_hook_once_per_try() -> None:
+    tries: list[bool] = []
+    boss, _ = team(ScriptedChatModel(policy=lambda m: "never", latency=1.0), timeout_ms=50, retries=2)
+    stream = await boss.stream_until_idle(
+        "go",
+        memory={"thread": "bg-3"},
+        delegation={"on_delegation_complete": lambda ctx: tries.append(ctx.success)},
+    )
+    chunks = [c async for c in stream.full_stream]
+    failed = next(c for c in chunks if c.type == "background-task-failed").payload
+    assert failed["status"] == "timed_out" and "ran longer than 50 ms" in failed["result_text"]
+    [task] = await boss.memory.list_background_tasks("bg-3")  # type: ignore[union-attr]
+    assert (task.status, task.tries) == ("timed_out", 3)
+    assert tries == []  # a try that timed out never finished: no hook for it
+    assert "timed out]" in (await stream.result()).text
+
+
+async def test_a_failing_task_is_retried_then_reported_generically() -> None:
+    calls: list[int] = []
+    hooks: list[bool] = []
+
+    def broken(messages: list[Any]) -> str:
+        calls.append(1)
+        raise RuntimeError("provider said: secret internal detail")
+
+    boss, _ = team(ScriptedChatModel(policy=broken), retries=1)
+    boss = boss.model_copy(update={"agents": {"research": boss.agents["research"].model_copy(update={"retry_policy": None})}})
+    result = await boss.generate_until_idle(
+        "go", memory={"thread": "bg-4"}, delegation={"on_delegation_complete": lambda ctx: hooks.append(ctx.success)}
+    )
+    assert len(calls) == 2 and hooks == [False, False]  # two tries, the hook after each
+    assert "failed]" in result.text and "secret internal detail" not in result.text
+    [task] = await boss.memory.list_background_tasks("bg-4")  # type: ignore[union-attr]
+    assert (task.status, task.tries) == ("failed", 2)
+
+
+async def test_result_text_from_the_hook_replaces_the_answer() -> None:
+    boss, _ = team(ScriptedChatModel(policy=lambda m: "raw answer"))
+    result = await boss.generate_until_idle(
+        "go", memory={"thread": "bg-5"}, delegation={"on_delegation_complete": lambda ctx: {"result_text": "REDACTED"}}
+    )
+    assert result.text.endswith("completed]\nREDACTED")
+
+
+async def test_abort_cancels_the_runs_tasks() -> None:
+    controller = AbortController()
+    boss, _ = team(ScriptedChatModel(policy=lambda m: "never", latency=5.0))
+    stream = await boss.stream_until_idle("go", memory={"thread": "bg-6"}, abort_signal=controller.signal)
+
+    async def abort_soon() -> None:
+        while not [t for t in await boss.memory.list_background_tasks("bg-6") if t.tries]:  # type: ignore[union-attr]
+            await asyncio.sleep(0.02)
+        controller.abort("stop")
+
+    aborter = asyncio.ensure_future(abort_soon())
+    chunks = [c async for c in stream.full_stream]
+    await aborter
+    [task] = await boss.memory.list_background_tasks("bg-6")  # type: ignore[union-attr]
+    assert task.status == "cancelled"
+    assert [c.payload["status"] for c in chunks if c.type == "background-task-failed"] == ["cancelled"]
+
+
+class Amount(BaseModel):
+    amount: int
+
+
+async def test_an_approval_pauses_only_the_task_and_resumes_it_where_it_stopped() -> None:
+    ledger: list[int] = []
+    pay = create_tool(
+        id="pay", description="Pay.", input_schema=Amount, require_approval=True,
+        execute=lambda a: ledger.append(a.amount) or f"paid {a.amount}",
+    )
+    sub_model = ScriptedChatModel(
+        policy=lambda m: f"done: {m[-1].content}" if isinstance(m[-1], ToolMessage) else tool_call("pay", {"amount": 5})
+    )
+    payer = Agent(id="payer-agent", description="Pays.", model=sub_model, tools=[pay])
+    boss = Agent(
+        id="boss",
+        model=ScriptedChatModel(policy=lambda m: boss_policy(m) if not (isinstance(m[-1], HumanMessage) and m[-1].content == "go") else delegate("payer", "pay 5")),
+        agents={"payer": payer},
+        memory=Memory(":memory:"),
+        background_tasks={"tools": {"payer": {}}},
+    )
+    paused = await boss.generate_until_idle("go", memory={"thread": "bg-7"})
+    assert paused.text == "started, will report"  # the supervisor answered; only the task waits
+    [item] = paused.suspended
+    assert (item.kind, item.tool_name, item.agent_path) == ("approval", "pay", ("boss", "payer-agent"))
+    assert ledger == [] and len(sub_model.calls) == 1
+    done = await boss.approve_tool_call(interrupt_id=item.interrupt_id, memory={"thread": "bg-7"})
+    assert ledger == [5] and len(sub_model.calls) == 2  # not restarted: one more model call, after the tool
+    assert done.text.endswith("completed]\ndone: paid 5")
+    [task] = await boss.memory.list_background_tasks("bg-7")  # type: ignore[union-attr]
+    assert (task.status, task.tries, task.waiting) == ("completed", 1, [])
+
+
+async def test_without_a_thread_or_a_facade_the_delegation_runs_inline() -> None:
+    boss, _ = team(ScriptedChatModel(policy=lambda m: "inline facts"))
+    ephemeral = await boss.generate("go")  # no memory: nothing could host it
+    assert ephemeral.delegations[0].text == "inline facts"
+    direct = await boss.compile().ainvoke({"messages": [HumanMessage("go")]})  # Studio, Aegra, embedding
+    assert any(isinstance(m, ToolMessage) and m.content == "inline facts" for m in direct["messages"])
+
+
+def test_declaration_errors_name_what_to_fix() -> None:
+    research = Agent(id="r", description="R.", model=ScriptedChatModel())
+    with pytest.raises(ValueError, match="'writer' is not a subagent key"):
+        Agent(id="b", model=ScriptedChatModel(), agents={"research": research}, background_tasks={"tools": {"writer": {}}})
+    with pytest.raises(ValueError, match="timeout_ms"):
+        Agent(id="b", model=ScriptedChatModel(), agents={"research": research}, background_tasks={"tools": {"research": {"timeout_ms": 0}}})
