@@ -44,6 +44,7 @@ def test_the_expected_notebooks_exist() -> None:
         "memory_and_threads",
         "embedding",
         "agui",
+        "background_and_versions",
     ):
         assert any(topic in name for name in names), f"no notebook about {topic}: {names}"
 

@@ -45,7 +45,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a `langgraph dev` server serving this project's `langgraph.json`."""
     assert LANGGRAPH.exists(), "langgraph-cli[inmem] is missing: pip install -e '.[dev]'"
     work = tmp_path_factory.mktemp("studio")
-    shutil.copy(ROOT / "langgraph.json", work)
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    config["graphs"]["background"] = str(ROOT / "tests/studio/background_graph.py") + ":graph"
+    (work / "langgraph.json").write_text(json.dumps(config))
     # copytree follows the supervisor_graph/nodes and supervisor_graph/checkpointers symlinks
     shutil.copytree(ROOT / "supervisor_graph", work / "supervisor_graph", ignore=shutil.ignore_patterns("__pycache__"))
     port = _free_port()
@@ -218,3 +220,15 @@ async def test_a_run_with_approval_resumed_by_command_then_a_second_run(server: 
     state = await client.threads.get_state(tid)
     notes = [m for m in state["values"]["messages"] if m["type"] == "tool" and m.get("name") == "update_working_memory"]
     assert len(notes) == 2 and state["values"]["messages"][-1]["content"].startswith("Here is your article on owls.")
+
+
+async def test_a_background_delegation_runs_inline_without_the_facade(server: str) -> None:
+    """SPEC §12: the platform drives the graph without the run facade, so a delegation
+    declared as background runs inline, and the run still answers with its result."""
+    client = get_client(url=server)
+    thread = await client.threads.create()
+    await _stream(client, thread["thread_id"], "background", input={"messages": [{"role": "user", "content": "go"}]})
+    state = await client.threads.get_state(thread["thread_id"])
+    messages = state["values"]["messages"]
+    assert messages[-1]["content"] == "research says: inline facts" and not state["interrupts"]
+    assert not state["values"].get("background_tasks")
