@@ -44,6 +44,7 @@ from supervisor_graph.nodes.options import DelegationOptions, MemoryOptions, Run
 from supervisor_graph.nodes.state import SupervisorState
 from supervisor_graph.nodes.versions import VERSIONS_KEY, VersionSelection
 from supervisor_graph.nodes.working_memory import WorkingMemory, WorkingMemoryError
+from supervisor_graph.remote import RemoteAgent
 from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
 from supervisor_graph.scorers import Score, ScoringContext, TaskCompleteResult, create_rubric_scorer, create_scorer
 from supervisor_graph.tools import ToolCallInfo, create_tool, current_request_context, current_tool_call, suspend
@@ -78,6 +79,7 @@ __all__ = [
     "NothingPendingError",
     "PendingApprovalError",
     "PendingItem",
+    "RemoteAgent",
     "RequestContext",
     "RunContext",
     "RunOptions",

@@ -20,6 +20,7 @@ from supervisor_graph.nodes.background import BackgroundSettings
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
 from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL, WorkingMemory
+from supervisor_graph.remote import RemoteAgent
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -55,7 +56,7 @@ class Agent(BaseModel):
     instructions: str | Callable[..., Any] | None = None
     model: str | BaseChatModel | Callable[..., Any]
     tools: dict[str, BaseTool] = Field(default_factory=dict)
-    agents: dict[str, Agent] = Field(default_factory=dict)
+    agents: dict[str, Agent | RemoteAgent] = Field(default_factory=dict)
     memory: Memory | None = None
     default_options: dict[str, Any] = Field(default_factory=dict)
     subagent_threads: Literal["per_delegation", "per_parent_thread"] = "per_delegation"
@@ -165,11 +166,12 @@ class Agent(BaseModel):
             raise ValueError(
                 f"tools: {WORKING_MEMORY_TOOL!r} is the working-memory tool of agent {self.id!r}; rename your tool"
             )
-        unknown = sorted(set(self.background_tasks.tools) - set(self.agents)) if self.background_tasks else []
+        local = {key for key, sub in self.agents.items() if isinstance(sub, Agent)}
+        unknown = sorted(set(self.background_tasks.tools) - local) if self.background_tasks else []
         if unknown:
             raise ValueError(
-                f"background_tasks: {', '.join(map(repr, unknown))} is not a subagent key of {self.id!r} "
-                f"(its subagents: {', '.join(self.agents) or 'none'})"
+                f"background_tasks: {', '.join(map(repr, unknown))} is not a local subagent key of {self.id!r} "
+                f"(its local subagents: {', '.join(sorted(local)) or 'none'}; a RemoteAgent runs on its server)"
             )
         check_cycles(self)
         if self.memory is not None:
@@ -187,10 +189,11 @@ class Agent(BaseModel):
             return type(self).model_validate({name: getattr(copied, name) for name in type(self).model_fields})
         return copied
 
-    def agents_along(self, agent_path: Sequence[str]) -> list[Agent]:
+    def agents_along(self, agent_path: Sequence[str]) -> list[Any]:
         """This agent and the subagents along `agent_path` (ids from this agent down, as a
-        chunk or a pause reports them), as far as they are known."""
-        agents = [self]
+        chunk or a pause reports them), as far as they are known (`Agent`s, and a
+        `RemoteAgent` at the end)."""
+        agents: list[Any] = [self]
         for agent_id in agent_path[1:]:
             found = next((sub for sub in agents[-1].agents.values() if sub.id == agent_id), None)
             if found is None:
@@ -410,6 +413,7 @@ def check_cycles(agent: Agent) -> None:
         for key, sub in node.agents.items():
             if id(sub) in ids or sub.id in path:
                 raise ValueError(f"agents: cycle {' -> '.join((*path, sub.id))} (via key {key!r})")
-            walk(sub, (*path, sub.id), (*ids, id(sub)))
+            if isinstance(sub, Agent):  # a remote agent's team is its server's business
+                walk(sub, (*path, sub.id), (*ids, id(sub)))
 
     walk(agent, (agent.id,), (id(agent),))

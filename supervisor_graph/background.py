@@ -36,6 +36,7 @@ from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import DelegationRecord, complete_hook, failure_text, model_view
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.subagent import record_answer, record_transcript, sub_options
+from supervisor_graph.remote import RemoteAgent
 from supervisor_graph.thread_lease import ThreadLease
 
 if TYPE_CHECKING:
@@ -262,6 +263,7 @@ class RunBackground:
     def relaunch(self, record: dict[str, Any], context_messages: Sequence[BaseMessage] = ()) -> BackgroundLaunch:
         """A launch rebuilt from a task's record (a resume, or a re-run after a crash)."""
         sub = self.agent.agents[record["agent_key"]]
+        assert not isinstance(sub, RemoteAgent), "background tasks run local subagents only"
         settings = self.agent.background_tasks.for_key(record["agent_key"]) if self.agent.background_tasks else None
         parent_options = RunOptions.model_validate(self.agent.default_options)
         parent_handle = RunHandle(

@@ -28,6 +28,7 @@ from supervisor_graph.nodes.delegation import make_complete_node, make_start_nod
 from supervisor_graph.nodes.errors import unwrapping_retry_on
 from supervisor_graph.nodes.iteration import make_iteration_node
 from supervisor_graph.nodes.options import RunContext
+from supervisor_graph.nodes.remote import make_remote_node
 from supervisor_graph.nodes.routing import (
     ITERATION_NODE,
     SUPERVISOR_NODE,
@@ -41,6 +42,7 @@ from supervisor_graph.nodes.subagent import make_subagent_node
 from supervisor_graph.nodes.supervisor import make_supervisor_node
 from supervisor_graph.nodes.task_complete import make_task_complete_node
 from supervisor_graph.nodes.tools import make_tools_node
+from supervisor_graph.remote import RemoteAgent
 from supervisor_graph.tools import is_client_tool
 
 __all__ = ["build_spec", "compile_agent", "delegation_tool_schema"]
@@ -131,13 +133,13 @@ def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSp
     builder.add_node(TOOLS_NODE, make_tools_node(spec), destinations=(SUPERVISOR_NODE,))
     per_parent = agent.subagent_threads == "per_parent_thread"
     for key, sub in agent.agents.items():
-        sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None)
         builder.add_node(start_node(key), make_start_node(spec, key, sub.id), destinations=(key, SUPERVISOR_NODE))
-        builder.add_node(
-            key,
-            make_subagent_node(spec, key, sub_spec, sub_graph, per_parent_thread=per_parent),
-            destinations=(complete_node(key), SUPERVISOR_NODE),
-        )
+        if isinstance(sub, RemoteAgent):
+            node = make_remote_node(spec, key, sub.spec())
+        else:
+            sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None)
+            node = make_subagent_node(spec, key, sub_spec, sub_graph, per_parent_thread=per_parent)
+        builder.add_node(key, node, destinations=(complete_node(key), SUPERVISOR_NODE))
         builder.add_node(complete_node(key), make_complete_node(spec, key, sub.id), destinations=(SUPERVISOR_NODE,))
     builder.add_node(
         ITERATION_NODE,

@@ -46,7 +46,7 @@ class AgentStream:
     def _agent_path(self, ns: tuple[str, ...]) -> tuple[str, ...]:
         path = self._paths.get(ns)
         if path is None:
-            agent = self._run.agent
+            agent: Any = self._run.agent
             ids = [agent.id]
             for part in ns:
                 key = part.split(":")[0]
@@ -81,7 +81,12 @@ class AgentStream:
                         if isinstance(data, dict) and data.get(EVENT_KEY):
                             emit(
                                 make_chunk(
-                                    data["type"], data["payload"], data["run_id"], tuple(data["agent_path"]), "|".join(ns)
+                                    data["type"],
+                                    data["payload"],
+                                    data["run_id"],
+                                    tuple(data["agent_path"]),
+                                    # a remote subagent's tokens name its delegation's namespace
+                                    data.get("namespace") or "|".join(ns),
                                 )
                             )
                     elif mode == "messages":

@@ -13,7 +13,7 @@ class AgentTree:
     def __init__(self, root: Agent) -> None:
         self.root = root
         self.descriptions: dict[str, str | None] = {}
-        stack = [root]
+        stack: list[Any] = [root]
         while stack:
             agent = stack.pop()
             for sub in agent.agents.values():

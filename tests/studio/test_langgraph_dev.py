@@ -10,97 +10,26 @@ CLI analytics, no tracing. Its process group is killed even when a test fails.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from langgraph_sdk import get_client
 
+from tests.langgraph_dev import langgraph_dev
+
 ROOT = Path(__file__).resolve().parents[2]
-LANGGRAPH = Path(sys.executable).with_name("langgraph")
 GRAPH = "supervisor"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else "(no log)"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a `langgraph dev` server serving this project's `langgraph.json`."""
-    assert LANGGRAPH.exists(), "langgraph-cli[inmem] is missing: pip install -e '.[dev]'"
-    work = tmp_path_factory.mktemp("studio")
     config = json.loads((ROOT / "langgraph.json").read_text())
     config["graphs"]["background"] = str(ROOT / "tests/studio/background_graph.py") + ":graph"
-    (work / "langgraph.json").write_text(json.dumps(config))
-    # copytree follows the supervisor_graph/nodes and supervisor_graph/checkpointers symlinks
-    shutil.copytree(ROOT / "supervisor_graph", work / "supervisor_graph", ignore=shutil.ignore_patterns("__pycache__"))
-    port = _free_port()
-    env = {
-        **os.environ,
-        "LANGGRAPH_NO_VERSION_CHECK": "true",  # the server's only outgoing call
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",  # the CLI's usage report
-        "LANGSMITH_TRACING": "false",
-        "LANGCHAIN_TRACING_V2": "false",
-    }
-    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"):
-        env.pop(key, None)
-    log = work / "server.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=work,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, killed below
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"langgraph dev exited with {proc.returncode}:\n{_tail(log)}")
-            try:
-                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev was not healthy within 60 s:\n{_tail(log)}")
-            time.sleep(0.2)
+    with langgraph_dev(tmp_path_factory.mktemp("studio"), config) as url:
         yield url
-    finally:
-        _stop(proc)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 async def _stream(client: Any, thread_id: str, assistant_id: str, **kwargs: Any) -> list[tuple[str, Any]]:

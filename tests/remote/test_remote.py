@@ -1,0 +1,134 @@
+"""Remote subagents (SPEC §21) against a real `langgraph dev` serving tests/remote/graphs.py:
+results, streamed and attributed tokens, usage, request context, hooks, references, a
+remote interrupt answered through the parent, abort, and an unreachable server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+from langgraph_sdk import get_client
+
+from supervisor_graph import AbortController, Agent, Memory, RemoteAgent
+from supervisor_graph.testing import ScriptedChatModel, delegate
+from tests.langgraph_dev import ROOT, langgraph_dev
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    graphs = {name: str(ROOT / "tests/remote/graphs.py") + f":{name}" for name in ("echo", "approver", "slow")}
+    with langgraph_dev(tmp_path_factory.mktemp("remote"), {"dependencies": ["."], "graphs": graphs, "env": {}}) as url:
+        yield url
+
+
+def boss(remote: RemoteAgent, *, memory: Memory | None = None) -> tuple[Agent, ScriptedChatModel]:
+    def policy(messages: list[Any]) -> Any:
+        if isinstance(messages[-1], ToolMessage):
+            return f"boss: {messages[-1].content}"
+        return delegate("remote", "what is up?")
+
+    model = ScriptedChatModel(policy=policy)
+    return Agent(id="boss", model=model, agents={"remote": remote}, memory=memory), model
+
+
+async def test_a_remote_subagent_answers_streams_and_reports_usage(server: str) -> None:
+    remote = RemoteAgent(url=server, graph_id="echo", description="Echoes.", id="echo-agent")
+    parent, _ = boss(remote, memory=Memory(":memory:"))
+    stream = await parent.stream("go", memory={"thread": "r-1"}, request_context={"topic": "bees"})
+    chunks = [c async for c in stream.full_stream]
+    result = await stream.result()
+    expected = "echo: what is up? (topic=bees, 1 parent messages)"
+    assert result.text == f"boss: {expected}"
+    [delegation] = result.delegations
+    assert delegation.text == expected and delegation.agent_id == "echo-agent" and delegation.success
+    assert delegation.usage.total_tokens == 10  # what the remote reported
+    assert result.usage.total_tokens == 15 + 15 + 10
+    # its tokens are the subagent's chunks, in the delegation's namespace
+    start = next(c for c in chunks if c.type == "delegation-start")
+    deltas = [c for c in chunks if c.type == "text-delta" and c.agent_path == ("boss", "echo-agent")]
+    assert "".join(c.text for c in deltas) == expected and {c.namespace for c in deltas} == {start.payload["namespace"]}
+    # one server thread per delegation, named by sub_agent_thread_id
+    state = await get_client(url=server).threads.get_state(delegation.sub_agent_thread_id)
+    assert [m["type"] for m in state["values"]["messages"]] == ["human", "ai"]
+
+
+async def test_hooks_and_references_work_as_for_local_subagents(server: str) -> None:
+    remote = RemoteAgent(url=server, graph_id="echo", description="Echoes.")
+    parent, model = boss(remote)
+    seen: list[str] = []
+    result = await parent.generate(
+        "go",
+        delegation={
+            "on_delegation_start": lambda ctx: seen.append(f"start {ctx.primitive_id}") or {"modified_prompt": "changed"},
+            "on_delegation_complete": lambda ctx: seen.append(f"done {ctx.result.text[:12]}"),
+            "enable_result_references": True,
+        },
+    )
+    assert seen == ["start echo", "done echo: change"]
+    assert "echo: changed" in result.text and "[ref: echo-1]" in str(model.calls[1][-1].content)
+
+
+async def test_a_remote_interrupt_is_the_parents_pending_approval(server: str) -> None:
+    remote = RemoteAgent(url=server, graph_id="approver", description="Transfers money.")
+    parent, _ = boss(remote, memory=Memory(":memory:"))
+    paused = await parent.generate("go", memory={"thread": "r-3"})
+    assert paused.finish_reason == "suspended"
+    [item] = paused.suspended
+    assert (item.kind, item.tool_name, item.args, item.agent_path) == ("approval", "transfer", {"amount": 7}, ("boss", "approver"))
+    done = await parent.approve_tool_call(interrupt_id=item.interrupt_id, memory={"thread": "r-3"})
+    assert done.text == "boss: transfer done" and done.finish_reason == "stop"
+    thread = done.delegations[0].sub_agent_thread_id if done.delegations else None
+    state = await get_client(url=server).threads.get_state(thread or paused.suspended[0].payload["remote"]["thread_id"])
+    assert not state["interrupts"] and state["values"]["messages"][-1]["content"] == "transfer done"
+
+
+async def test_abort_cancels_the_remote_run(server: str) -> None:
+    remote = RemoteAgent(url=server, graph_id="slow", description="Slow.")
+    parent, _ = boss(remote, memory=Memory(":memory:"))
+    controller = AbortController()
+    stream = await parent.stream("go", memory={"thread": "r-4"}, abort_signal=controller.signal)
+
+    async def abort_when_started() -> None:
+        async for chunk in stream.full_stream:
+            if chunk.type == "delegation-start":
+                await asyncio.sleep(1.0)  # the remote run is under way
+                controller.abort("enough")
+
+    await abort_when_started()
+    result = await stream.result()
+    assert result.finish_reason == "abort"
+    client = get_client(url=server)
+    threads = await client.threads.search(metadata={"parent_agent": "boss"}, limit=100)
+    runs = [run for t in threads for run in await client.runs.list(t["thread_id"])]
+    slow_runs = [run for run in runs if run["assistant_id"] and run["status"] != "success"]
+    for _ in range(50):
+        if any(run["status"] in ("interrupted", "error") for run in slow_runs):
+            break
+        await asyncio.sleep(0.1)
+        runs = [run for t in threads for run in await client.runs.list(t["thread_id"])]
+        slow_runs = [run for run in runs if run["status"] != "success"]
+    assert any(run["status"] == "interrupted" for run in slow_runs), [r["status"] for r in runs]
+
+
+async def test_an_unreachable_server_is_a_failed_delegation_with_a_generic_message() -> None:
+    remote = RemoteAgent(url="http://127.0.0.1:9", graph_id="echo", description="Gone.", connect_timeout=2, timeout=5)
+    parent, model = boss(remote)
+    result = await parent.generate("go")
+    [delegation] = result.delegations
+    assert not delegation.success and delegation.error
+    told = str(model.calls[1][-1].content)
+    assert "echo" in told and "127.0.0.1" not in told and "Connect" not in told
+
+
+def test_remote_agent_declaration_errors() -> None:
+    with pytest.raises(ValueError, match="http"):
+        RemoteAgent(url="localhost:2024", graph_id="g", description="d")
+    with pytest.raises(ValueError, match="description"):
+        RemoteAgent(url="http://x", graph_id="g", description="")
+    remote = RemoteAgent(url="http://x/", graph_id="g", description="d")
+    assert (remote.id, remote.url) == ("g", "http://x")
+    with pytest.raises(ValueError, match="local subagent"):
+        Agent(id="b", model=ScriptedChatModel(), agents={"r": remote}, background_tasks={"tools": {"r": {}}})
