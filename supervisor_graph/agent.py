@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -17,6 +18,7 @@ from supervisor_graph.errors import SupervisorGraphError
 from supervisor_graph.memory import Memory
 from supervisor_graph.models import parse_model_string
 from supervisor_graph.nodes.background import BackgroundSettings
+from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
 from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL, WorkingMemory
@@ -56,7 +58,13 @@ class Agent(BaseModel):
     instructions: str | Callable[..., Any] | None = None
     model: str | BaseChatModel | Callable[..., Any]
     tools: dict[str, BaseTool] = Field(default_factory=dict)
-    agents: dict[str, Agent | RemoteAgent] = Field(default_factory=dict)
+    agents: dict[str, Agent | RemoteAgent] = Field(
+        default_factory=dict,
+        description="Subagents by key, or callable(request_context) -> that dict, chosen per call (SPEC §21).",
+    )
+    agents_factory: Callable[..., Any] | None = Field(
+        default=None, exclude=True, description="Set from a callable `agents=`: it chooses the subagents per call."
+    )
     memory: Memory | None = None
     default_options: dict[str, Any] = Field(default_factory=dict)
     subagent_threads: Literal["per_delegation", "per_parent_thread"] = "per_delegation"
@@ -78,6 +86,7 @@ class Agent(BaseModel):
     _graph: Any = PrivateAttr(default=None)
     _graphs: Any = PrivateAttr(default=None)
     _defaults: RunOptions | None = PrivateAttr(default=None)
+    _variants: Any = PrivateAttr(default=None)
 
     @field_validator("id")
     @classmethod
@@ -113,6 +122,14 @@ class Agent(BaseModel):
                 raise ValueError(f"two tools are named {name!r}; tool names must be unique")
             out[name] = tool
         return out
+
+    @model_validator(mode="before")
+    @classmethod
+    def _agents_callable(cls, data: Any) -> Any:
+        if isinstance(data, dict) and callable(data.get("agents")) and not isinstance(data["agents"], dict):
+            factory = data["agents"]
+            data = {**data, "agents_factory": factory, "agents": agents_from(factory, RequestContext(), data.get("id"))}
+        return data
 
     @field_validator("agents")
     @classmethod
@@ -180,10 +197,36 @@ class Agent(BaseModel):
         self._defaults = None
         return self
 
+    def for_request(self, request_context: RequestContext | None) -> Agent:
+        """This agent with the subagents its `agents` callable chooses for
+        `request_context` (itself when `agents` is a dict). Each distinct set, by its keys
+        and agent ids, is compiled once (a later set with the same keys and ids reuses the
+        first one's definitions); the 32 most recently used are kept."""
+        factory = self.agents_factory
+        if factory is None:
+            return self
+        chosen = agents_from(factory, request_context if request_context is not None else RequestContext(), self.id)
+        key = tuple(sorted((k, v.id) for k, v in chosen.items()))
+        if self._variants is None:
+            self._variants = OrderedDict()
+        variant = self._variants.get(key)
+        if variant is None:
+            try:
+                variant = self.model_copy(update={"agents": chosen, "agents_factory": None})
+            except ValidationError as exc:
+                raise ValueError(f"Agent {self.id!r}: the subagents its agents callable chose are invalid: {exc}") from None
+            self._variants[key] = variant
+            if len(self._variants) > _VARIANTS:
+                self._variants.popitem(last=False)
+        else:
+            self._variants.move_to_end(key)
+        return variant  # type: ignore[no-any-return]
+
     def model_copy(self, *, update: Any = None, deep: bool = False) -> Agent:
         """A copy, validated again when `update` is given (its caches start empty)."""
         copied = super().model_copy(update=update, deep=deep)
         copied._graph = copied._graphs = None
+        copied._variants = None
         copied._defaults = None
         if update:
             return type(self).model_validate({name: getattr(copied, name) for name in type(self).model_fields})
@@ -395,6 +438,26 @@ def _retry_on(exc: Exception) -> bool:
 def model_retry_policy() -> RetryPolicy:
     """Default retries of a model call: 3 attempts, 0.5 s then 1 s apart (with jitter)."""
     return RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=_retry_on)
+
+
+_VARIANTS = 32
+
+
+def agents_from(factory: Callable[..., Any], request_context: RequestContext, agent_id: Any) -> dict[str, Any]:
+    """The subagents `factory` chooses for `request_context`, or one clear error naming
+    the agent whose callable failed."""
+    try:
+        chosen = factory(request_context)
+    except Exception as exc:
+        raise ValueError(f"Agent {agent_id!r}: its agents callable raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(chosen, dict) or not all(
+        isinstance(k, str) and isinstance(v, Agent | RemoteAgent) for k, v in chosen.items()
+    ):
+        raise ValueError(
+            f"Agent {agent_id!r}: its agents callable must return a dict of key -> Agent or RemoteAgent, "
+            f"got {type(chosen).__name__}"
+        )
+    return chosen
 
 
 def _tool_from_callable(key: str | None, item: Any) -> BaseTool:

@@ -138,6 +138,8 @@ async def _prepare(
         opts = RunOptions.model_validate(merge_options(agent.default_options, options))
     except ValidationError as exc:
         raise ValueError(f"invalid run options: {exc}") from None
+    # the subagents an `agents` callable chooses for this call (SPEC §21)
+    agent = agent.for_request(opts.request_context)
     # Check the input before the thread is taken: a refused call leaves it usable at once.
     messages = _input_messages(prompt) if resume is None and not notices_only else []
     for value in _model_strings(agent, opts):
