@@ -82,6 +82,9 @@ class RemoteAgent(BaseModel):
     def defaults(self) -> RunOptions:
         return RunOptions()
 
+    def agents_along(self, agent_path: Any) -> list[Any]:
+        return [self]
+
     def spec(self) -> RemoteSpec:
         return RemoteSpec(
             agent_id=self.id,

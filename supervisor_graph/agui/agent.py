@@ -39,6 +39,7 @@ from supervisor_graph.agui.events import Reopen, RunSettings, RunTranslator
 from supervisor_graph.agui.frontend import FrontendTools, InputError
 from supervisor_graph.agui.interrupts import MASTRA, SUPERVISOR_GRAPH, Pause, ResumeError, plan_resume
 from supervisor_graph.agui.messages import new_messages
+from supervisor_graph.agui.remote import RemoteBridge, to_input
 from supervisor_graph.agui.state import SharedState, snapshot
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace
@@ -46,6 +47,7 @@ from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, Pen
 from supervisor_graph.memory import Memory
 from supervisor_graph.nodes.context import AbortController
 from supervisor_graph.nodes.errors import log_failure
+from supervisor_graph.remote import RemoteAgent
 from supervisor_graph.resume import pending_interrupts, resume
 from supervisor_graph.run import AgentStream
 
@@ -113,32 +115,37 @@ class AGUIAgent:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent | RemoteAgent,
         *,
         resource_id: str | Callable[[Any], Any] = "anonymous",
         subagent_visibility: Literal["hidden", "attributed"] = "hidden",
         subagent_tool_results: Literal["full", "omit"] = "full",
         compat: Literal["mastra"] | None = None,
     ) -> None:
-        if not isinstance(agent, Agent):
-            raise TypeError(f"AGUIAgent serves a supervisor_graph.Agent, not a {type(agent).__name__}")
+        if not isinstance(agent, Agent | RemoteAgent):
+            raise TypeError(f"AGUIAgent serves a supervisor_graph.Agent or RemoteAgent, not a {type(agent).__name__}")
         if subagent_visibility not in ("hidden", "attributed"):
             raise ValueError("subagent_visibility must be 'hidden' or 'attributed'")
         if subagent_tool_results not in ("full", "omit"):
             raise ValueError("subagent_tool_results must be 'full' or 'omit'")
         if compat not in (None, "mastra"):
             raise ValueError("compat must be None or 'mastra'")
-        self.agent = agent if agent.memory is not None else agent.model_copy(update={"memory": Memory(":memory:")})
+        self.remote = RemoteBridge(agent) if isinstance(agent, RemoteAgent) else None
         self.resource_id = resource_id
         self.subagent_visibility = subagent_visibility
         self.subagent_tool_results = subagent_tool_results
         self.dialect = MASTRA if compat == "mastra" else SUPERVISOR_GRAPH
         self.recent_runs: deque[RunRecord] = deque(maxlen=200)
+        self._controllers: set[AbortController] = set()
+        self._settling: set[asyncio.Future[Any]] = set()
+        if isinstance(agent, RemoteAgent):
+            self.agent: Any = agent
+            self._state = None
+            return
+        self.agent = agent if agent.memory is not None else agent.model_copy(update={"memory": Memory(":memory:")})
         self._tools = FrontendTools(self.agent)
         working = self.agent.effective_working_memory
         self._state = SharedState(self.agent.id, working, self.memory) if working is not None else None
-        self._controllers: set[AbortController] = set()
-        self._settling: set[asyncio.Future[Any]] = set()
 
     @property
     def memory(self) -> Memory:
@@ -154,6 +161,15 @@ class AGUIAgent:
 
     def get_capabilities(self) -> AgentCapabilities:
         agent = self.agent
+        if isinstance(agent, RemoteAgent):
+            # a remote graph's interrupts can be answered only when its server keeps the thread
+            return AgentCapabilities(
+                identity=IdentityCapabilities(name=agent.id, type="langgraph-remote", description=agent.description),
+                transport=TransportCapabilities(streaming=True),
+                human_in_the_loop=HumanInTheLoopCapabilities(
+                    supported=agent.resumable, approvals=agent.resumable, interrupts=agent.resumable
+                ),
+            )
         attributed = self.subagent_visibility == "attributed"
         tools = [Tool(**convert_to_openai_tool(tool)["function"]) for tool in agent.tools.values()]
         return AgentCapabilities(
@@ -261,6 +277,70 @@ class AGUIAgent:
                 if holder:
                     self._settle(input, holder[0])
 
+    async def _remote_events(
+        self, input: RunAgentInput, request: Any, controller: AbortController
+    ) -> AsyncGenerator[BaseEvent, None]:
+        """A run of a remote graph (SPEC §21): the AG-UI thread is a thread on its server."""
+        assert self.remote is not None
+        remote = self.remote
+        try:
+            resource = await self._resource(request)
+            thread = remote.thread_id(input.thread_id)
+            owner = await remote.owner(thread)
+            if owner is not None and owner != resource:
+                raise InputError("THREAD_FORBIDDEN", "This thread belongs to another user.")
+            state = await remote.open(thread, resource)
+            pending = remote.pauses(state)
+            reopen: dict[tuple[str, str], Reopen] = {}
+            if input.resume:
+                answers, chosen = plan_resume(input.resume, pending, self.dialect)
+                for pause in chosen:
+                    reopen[(pause.namespace, pause.tool_call_id)] = Reopen(
+                        full=pause.kind == "approval", tool_name=pause.tool_name, args=pause.args
+                    )
+                run_input: dict[str, Any] = {"command": {"resume": answers}}
+            else:
+                if pending:
+                    raise InputError(
+                        "INTERRUPT_PENDING",
+                        f"{len(pending)} interrupt(s) are waiting on this thread; answer them with RunAgentInput.resume first.",
+                    )
+                fresh = new_messages(input.messages, remote.stored(state))
+                if not fresh:
+                    yield RunFinishedEvent(
+                        thread_id=input.thread_id, run_id=input.run_id, outcome=RunFinishedSuccessOutcome(), timestamp=int(time.time() * 1000)
+                    )
+                    return
+                run_input = {"input": {"messages": to_input(fresh)}}
+        except Exception as exc:  # noqa: BLE001 - refused before anything ran, or the server is unreachable
+            code, message = _error(exc, bool(input.resume))
+            if code == "AGENT_ERROR":
+                log_failure(log, logging.ERROR, "AG-UI run %s could not start on the remote server", exc, input.run_id)
+            yield RunErrorEvent(message=message, code=code, timestamp=int(time.time() * 1000))
+            return
+        settings = RunSettings(
+            dialect=self.dialect,
+            attributed=False,
+            omit_subagent_results=False,
+            parts=input.protocol_version == PROTOCOL_VERSION,
+            frontend_tools=frozenset(),
+            tree=AgentTree(self.agent),
+        )
+        translator = RunTranslator(settings, input.thread_id, input.run_id, reopen)
+        stream = remote.stream(thread, run_input, input.run_id, controller.signal)
+        try:
+            async for chunk in stream.full_stream:
+                for event in translator.on_chunk(chunk):
+                    yield event
+            result = await stream.result()
+        except Exception as exc:  # noqa: BLE001 - the remote run failed: RUN_ERROR, details in the log
+            log_failure(log, logging.ERROR, "AG-UI run %s failed on the remote server", exc, input.run_id)
+            for event in translator.fail(*_error(exc, False)):
+                yield event
+            return
+        for event in translator.finish(result):
+            yield event
+
     def _settle(self, input: RunAgentInput, stream: AgentStream) -> None:
         async def wait() -> None:
             try:
@@ -278,6 +358,10 @@ class AGUIAgent:
     async def _events(
         self, input: RunAgentInput, request: Any, controller: AbortController, holder: list[AgentStream]
     ) -> AsyncGenerator[BaseEvent, None]:
+        if self.remote is not None:
+            async for event in self._remote_events(input, request, controller):
+                yield event
+            return
         resuming = bool(input.resume)
         try:
             resource = await self._resource(request)

@@ -132,3 +132,41 @@ def test_remote_agent_declaration_errors() -> None:
     assert (remote.id, remote.url) == ("g", "http://x")
     with pytest.raises(ValueError, match="local subagent"):
         Agent(id="b", model=ScriptedChatModel(), agents={"r": remote}, background_tasks={"tools": {"r": {}}})
+
+
+# -- AGUIAgent(RemoteAgent(...)): a remote graph served over AG-UI -----------------------
+
+
+async def test_agui_serves_a_remote_graph(server: str) -> None:
+    from supervisor_graph.agui import AGUIAgent
+    from tests.agui.conftest import collect, make_input, of_type, types, wire
+
+    bridge = AGUIAgent(RemoteAgent(url=server, graph_id="echo", description="Echoes."), resource_id="u1")
+    assert bridge.get_capabilities().human_in_the_loop.interrupts is True
+    events = await collect(bridge, make_input("agui-remote-1", "hello there"))
+    assert types(events)[0] == "RUN_STARTED" and types(events)[-1] == "RUN_FINISHED"
+    text = "".join(e["delta"] for e in of_type(events, "TEXT_MESSAGE_CONTENT"))
+    assert text == "echo: hello there (topic=None, 0 parent messages)"
+    assert wire(events)[-1]["outcome"] == {"type": "success"}
+    # the thread belongs to its resource
+    other = AGUIAgent(RemoteAgent(url=server, graph_id="echo", description="Echoes."), resource_id="u2")
+    refused = await collect(other, make_input("agui-remote-1", "mine now"))
+    assert wire(refused)[-1]["code"] == "THREAD_FORBIDDEN"
+    assert AGUIAgent(RemoteAgent(url=server, graph_id="echo", description="E.", resumable=False)).get_capabilities().human_in_the_loop.interrupts is False
+
+
+async def test_agui_remote_interrupt_then_resume(server: str) -> None:
+    from supervisor_graph.agui import AGUIAgent
+    from tests.agui.conftest import collect, interrupts, make_input, of_type, wire
+
+    bridge = AGUIAgent(RemoteAgent(url=server, graph_id="approver", description="Transfers."), resource_id="u1")
+    paused = await collect(bridge, make_input("agui-remote-2", "send 7"))
+    [pending] = interrupts(paused)
+    assert pending["reason"] == "supervisor_graph:tool_approval"
+    again = await collect(bridge, make_input("agui-remote-2", "and another", ))
+    assert wire(again)[-1]["code"] == "INTERRUPT_PENDING"
+    resumed = await collect(
+        bridge, make_input("agui-remote-2", None, resume=[{"interrupt_id": pending["id"], "status": "resolved", "payload": {"approved": True}}])
+    )
+    assert wire(resumed)[-1]["outcome"] == {"type": "success"}
+    assert "".join(e["delta"] for e in of_type(resumed, "TEXT_MESSAGE_CONTENT")) == "transfer done"
