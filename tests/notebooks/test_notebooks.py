@@ -45,6 +45,7 @@ def test_the_expected_notebooks_exist() -> None:
         "embedding",
         "agui",
         "background_and_versions",
+        "remote_subagents",
     ):
         assert any(topic in name for name in names), f"no notebook about {topic}: {names}"
 
