@@ -89,11 +89,16 @@ def add_agui_endpoint(app: FastAPI, bridge: AGUIAgent, path: str = "/agent", *, 
     app.add_api_route(f"{path}/health", health, methods=["GET"])
 
 
-def create_app(agent: Agent | AGUIAgent, path: str = "/agent", **bridge_options: Any) -> FastAPI:
-    """A FastAPI app serving `agent` (or a ready bridge) at `path`."""
+def create_app(agent: Agent | AGUIAgent, path: str = "/agent", *, playground: bool = True, **bridge_options: Any) -> FastAPI:
+    """A FastAPI app serving `agent` (or a ready bridge) at `path`, and the playground page
+    at `/` (SPEC §22; `playground=False` leaves it out)."""
     bridge = agent if isinstance(agent, AGUIAgent) else AGUIAgent(agent, **bridge_options)
     app = FastAPI(title=f"{bridge.agent.id} (AG-UI)")
     add_agui_endpoint(app, bridge, path)
+    if playground:
+        from supervisor_graph.agui.playground import add_playground
+
+        add_playground(app, bridge)
     return app
 
 

@@ -4,7 +4,7 @@ loads it as a file).
 
 The supervisor's scripted model routes on the latest user message: "pay" delegates to
 the payer (whose `pay` tool needs approval), "research" to the researcher, "slow" to a
-subagent that takes two seconds, "remember" updates its working memory (the client's
+subagent that takes two seconds, "both" to the researcher and the slow one at once, "remember" updates its working memory (the client's
 shared state); anything else is echoed.
 """
 
@@ -76,6 +76,8 @@ def _route(messages: list[Any]) -> Any:
         return delegate("payer", ask)
     if "research" in lowered:
         return delegate("research_agent", ask)
+    if lowered.startswith("both"):  # two delegations at once: one quick, one slow
+        return [delegate("research_agent", ask), delegate("slowpoke", ask)]
     if "slow" in lowered:
         return delegate("slowpoke", ask)
     if lowered.startswith("remember "):

@@ -1,0 +1,91 @@
+"""The playground (SPEC §22): a small offline page at `/` on the AG-UI app.
+
+No build step: `playground/index.html`, `app.js` and `style.css` are served as they are
+committed (no CDN, no web fonts, no request leaves the server). The page talks AG-UI to
+an endpoint of its own (`/_playground/agent`) that shows subagents as attributed
+invocations, whatever the app's main endpoint does, and reads the resource's threads
+from two JSON routes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from supervisor_graph.agui.agent import AGUIAgent
+
+__all__ = ["PLAYGROUND_AGENT_PATH", "add_playground"]
+
+ASSETS = Path(__file__).with_name("playground")
+PLAYGROUND_AGENT_PATH = "/_playground/agent"
+_TYPES = {"app.js": "text/javascript", "style.css": "text/css"}
+
+
+def _message(message: BaseMessage) -> dict[str, Any] | None:
+    """A stored message as the page shows it (delegations' internals are not here)."""
+    text = message.content if isinstance(message.content, str) else message.text
+    if isinstance(message, HumanMessage):
+        return {"id": message.id, "role": "user", "content": text}
+    if isinstance(message, AIMessage):
+        calls = [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in message.tool_calls if c["name"] != "update_working_memory"]
+        if not text and not calls:
+            return None
+        return {"id": message.id, "role": "assistant", "content": text, "toolCalls": calls}
+    if isinstance(message, ToolMessage):
+        if message.name == "update_working_memory":
+            return None
+        return {"id": message.id, "role": "tool", "content": text, "toolCallId": message.tool_call_id, "name": message.name}
+    return None
+
+
+def add_playground(app: FastAPI, main: AGUIAgent) -> None:
+    """Serve the page at `/` for `main`'s agent (and its assets, its AG-UI endpoint, the
+    resource's threads and their history)."""
+    from supervisor_graph.agui.endpoint import add_agui_endpoint
+
+    bridge = AGUIAgent(
+        main.agent,
+        resource_id=main.resource_id,
+        subagent_visibility="attributed",
+        compat="mastra" if main.dialect.camel else None,
+    )
+    add_agui_endpoint(app, bridge, PLAYGROUND_AGENT_PATH)
+    page = (ASSETS / "index.html").read_text(encoding="utf-8")
+
+    async def index() -> HTMLResponse:
+        return HTMLResponse(page.replace("{{AGENT}}", str(bridge.agent.id)), headers={"Cache-Control": "no-store"})
+
+    async def asset(name: str) -> FileResponse:
+        if name not in _TYPES:
+            raise HTTPException(404)
+        return FileResponse(ASSETS / name, media_type=_TYPES[name])
+
+    async def threads(request: Request) -> JSONResponse:
+        if bridge.remote is not None:
+            return JSONResponse({"threads": []})
+        resource = await bridge._resource(request)
+        found = await bridge.memory.list_threads(filter={"resource_id": resource})
+        own = [t.thread_id for t in found if t.parent_thread_id is None and t.agent_id in (None, bridge.agent.id)]
+        return JSONResponse({"threads": own})
+
+    async def history(thread_id: str, request: Request) -> JSONResponse:
+        if bridge.remote is not None:
+            return JSONResponse({"messages": [], "state": None})
+        resource = await bridge._resource(request)
+        owner = await bridge._owner(thread_id)
+        if owner is not None and owner != resource:
+            raise HTTPException(403, "This thread belongs to another user.")
+        messages = [m for m in (_message(x) for x in await bridge.memory.get_messages(thread_id)) if m is not None]
+        state = None
+        if bridge._state is not None:
+            state = bridge._state.view(await bridge._state.load(thread_id, resource))
+        return JSONResponse({"messages": messages, "state": state})
+
+    app.add_api_route("/", index, methods=["GET"], include_in_schema=False)
+    app.add_api_route("/playground/{name}", asset, methods=["GET"], include_in_schema=False)
+    app.add_api_route(f"{PLAYGROUND_AGENT_PATH}/threads", threads, methods=["GET"])
+    app.add_api_route(PLAYGROUND_AGENT_PATH + "/threads/{thread_id}", history, methods=["GET"])

@@ -1,0 +1,388 @@
+// supervisor-graph playground: plain JavaScript, no build step, no request beyond this
+// server. It speaks AG-UI to /_playground/agent (subagents attributed) and reads the
+// resource's threads from /_playground/agent/threads.
+"use strict";
+
+const ENDPOINT = "/_playground/agent";
+const $ = (id) => document.getElementById(id);
+const el = (tag, attrs = {}, ...children) => {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null) node.setAttribute(k, v);
+  }
+  for (const child of children) node.append(child);
+  return node;
+};
+const uid = (prefix) => `${prefix}-${crypto.randomUUID ? crypto.randomUUID() : Math.random().toString(16).slice(2)}`;
+
+const app = {
+  threadId: uid("thread"),
+  messages: [], // AG-UI messages of the thread (what RunAgentInput.messages sends)
+  running: null, // AbortController of the run in flight
+  assistantNodes: new Map(), // message id -> bubble
+  subs: new Map(), // subagent run id -> card
+  calls: new Map(), // tool call id -> {name, args}
+  state: null, // shared state (working memory)
+};
+
+function setStatus(text, kind = "") {
+  const status = $("status");
+  status.textContent = text;
+  status.className = kind;
+}
+
+function addMessage(role, text, id) {
+  const item = el("li", { class: `msg ${role}`, "data-role": role }, text);
+  if (id) item.dataset.id = id;
+  $("messages").append(item);
+  item.scrollIntoView({ block: "end" });
+  return item;
+}
+
+// -- threads -----------------------------------------------------------------------
+
+async function loadThreads() {
+  const response = await fetch(`${ENDPOINT}/threads`);
+  if (!response.ok) return;
+  const { threads } = await response.json();
+  const list = $("threads");
+  list.replaceChildren();
+  const ids = threads.includes(app.threadId) ? threads : [app.threadId, ...threads];
+  for (const id of ids) {
+    const button = el("button", { type: "button", "aria-current": String(id === app.threadId), onclick: () => openThread(id) }, id);
+    list.append(el("li", {}, button));
+  }
+}
+
+async function openThread(id) {
+  if (app.running) return;
+  app.threadId = id;
+  resetRunViews();
+  $("messages").replaceChildren();
+  app.messages = [];
+  const response = await fetch(`${ENDPOINT}/threads/${encodeURIComponent(id)}`);
+  if (response.ok) {
+    const { messages, state } = await response.json();
+    for (const m of messages) {
+      if (m.role === "tool") {
+        addMessage("tool", `${m.name} → ${m.content}`);
+        app.messages.push({ id: m.id, role: "tool", toolCallId: m.toolCallId, content: m.content });
+      } else {
+        if (m.content) addMessage(m.role, m.content, m.id);
+        const entry = { id: m.id, role: m.role, content: m.content };
+        if (m.toolCalls && m.toolCalls.length) {
+          entry.toolCalls = m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } }));
+        }
+        app.messages.push(entry);
+      }
+    }
+    showState(state);
+  }
+  await loadThreads();
+}
+
+function resetRunViews() {
+  $("pending").replaceChildren();
+  $("tree").replaceChildren(el("p", { class: "empty" }, "No delegation yet."));
+  app.subs.clear();
+  app.assistantNodes.clear();
+}
+
+// -- shared state (working memory) ---------------------------------------------------
+
+function showState(state) {
+  app.state = state;
+  const panel = $("memory-panel");
+  if (state === null || state === undefined) {
+    panel.hidden = true;
+    return;
+  }
+  panel.hidden = false;
+  $("memory").textContent = typeof state.working_memory === "string" ? state.working_memory : JSON.stringify(state, null, 2);
+}
+
+function applyPatch(document, operations) {
+  let doc = JSON.parse(JSON.stringify(document ?? {}));
+  for (const op of operations) {
+    const path = op.path.split("/").slice(1).map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
+    if (path.length === 0) {
+      doc = op.op === "remove" ? {} : op.value;
+      continue;
+    }
+    let parent = doc;
+    for (const key of path.slice(0, -1)) parent = parent[key] ?? (parent[key] = {});
+    const last = path[path.length - 1];
+    if (op.op === "remove") Array.isArray(parent) ? parent.splice(Number(last), 1) : delete parent[last];
+    else if (Array.isArray(parent) && op.op === "add") parent.splice(last === "-" ? parent.length : Number(last), 0, op.value);
+    else parent[last] = op.value;
+  }
+  return doc;
+}
+
+// -- the delegation tree -----------------------------------------------------------
+
+function subCard(event) {
+  const call = app.calls.get(event.parentToolCallId) || {};
+  const card = el(
+    "div",
+    { class: "sub running", "data-subagent": event.name, "data-run": event.subagentRunId, role: "group", "aria-label": `Subagent ${event.name}` },
+    el("header", {}, el("span", { class: "name" }, event.name), el("span", { class: "state" }, "working…")),
+    el("div", { class: "prompt" }, call.args && call.args.prompt ? `“${call.args.prompt}”` : ""),
+    el("div", { class: "text" }),
+    el("div", { class: "meta" }),
+  );
+  card.started = performance.now();
+  const parent = event.parentSubagentRunId && app.subs.get(event.parentSubagentRunId);
+  const tree = $("tree");
+  tree.querySelector(".empty")?.remove();
+  (parent || tree).append(card);
+  app.subs.set(event.subagentRunId, card);
+}
+
+function finishSub(id, state, label, usage) {
+  const card = app.subs.get(id);
+  if (!card) return;
+  card.classList.remove("running");
+  card.classList.add(state);
+  const seconds = ((performance.now() - card.started) / 1000).toFixed(1);
+  card.querySelector(".state").textContent = `${label} · ${seconds}s`;
+  if (usage && usage.length) {
+    const tokens = usage.reduce((n, u) => n + (u.totalTokens || 0), 0);
+    card.querySelector(".meta").textContent = `${tokens} tokens (${usage.map((u) => u.model).join(", ")})`;
+  }
+}
+
+// -- approvals and suspended tools ---------------------------------------------------
+
+function showInterrupts(interrupts) {
+  const box = $("pending");
+  box.replaceChildren();
+  const answers = new Map();
+  const submitIfDone = () => {
+    if (answers.size === interrupts.length) {
+      box.replaceChildren();
+      run({ resume: [...answers.values()] });
+    }
+  };
+  for (const item of interrupts) {
+    const meta = (item.metadata && (item.metadata.supervisor_graph || item.metadata.mastra)) || {};
+    const tool = meta.tool_name || meta.toolName || "tool";
+    if (item.reason && item.reason.endsWith("tool_suspend")) {
+      box.append(suspendForm(item, tool, meta, (payload) => {
+        answers.set(item.id, { interruptId: item.id, status: "resolved", payload });
+        submitIfDone();
+      }));
+      continue;
+    }
+    const args = el("pre", { class: "args", hidden: "" }, JSON.stringify(meta.args || {}, null, 2));
+    const card = el(
+      "div",
+      { class: "card approval", role: "group", "aria-label": `Approve ${tool}` },
+      el("h3", {}, `${tool} waits for approval`),
+      el("div", { class: "actions" },
+        el("button", { type: "button", class: "approve", onclick: () => { card.remove(); answers.set(item.id, { interruptId: item.id, status: "resolved", payload: { approved: true } }); submitIfDone(); } }, "Approve"),
+        el("button", { type: "button", class: "decline", onclick: () => { card.remove(); answers.set(item.id, { interruptId: item.id, status: "resolved", payload: { approved: false } }); submitIfDone(); } }, "Decline"),
+        el("button", { type: "button", "aria-expanded": "false", onclick: (e) => { args.hidden = !args.hidden; e.target.setAttribute("aria-expanded", String(!args.hidden)); } }, "Arguments"),
+      ),
+      args,
+    );
+    box.append(card);
+  }
+  box.querySelector("button")?.focus();
+}
+
+function suspendForm(item, tool, meta, done) {
+  const schema = item.responseSchema || { type: "object", properties: {} };
+  const properties = schema.properties || {};
+  const required = new Set(schema.required || []);
+  const fields = Object.entries(properties).map(([name, prop]) => {
+    const type = prop.type === "integer" || prop.type === "number" ? "number" : prop.type === "boolean" ? "checkbox" : "text";
+    const input = el("input", { name, type, required: required.has(name) ? "" : null, "aria-describedby": `err-${item.id}-${name}` });
+    return { name, prop, input, error: el("span", { class: "field-error", id: `err-${item.id}-${name}` }) };
+  });
+  const form = el("form", { class: "card suspend", "aria-label": `Answer ${tool}` },
+    el("h3", {}, `${tool} asks: ${item.message || (meta.suspend_payload && meta.suspend_payload.message) || "more information"}`),
+    ...fields.map((f) => el("label", { class: "field" }, f.prop.title || f.name, f.input, f.error)),
+    el("div", { class: "actions" }, el("button", { type: "submit", class: "approve" }, "Continue")));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const payload = {};
+    let ok = true;
+    for (const f of fields) {
+      f.error.textContent = "";
+      let value = f.input.type === "checkbox" ? f.input.checked : f.input.value;
+      if (f.input.type === "number" && value !== "") value = Number(value);
+      if (value === "" && required.has(f.name)) { f.error.textContent = "required"; ok = false; continue; }
+      if (f.prop.type === "integer" && value !== "" && !Number.isInteger(value)) { f.error.textContent = "a whole number"; ok = false; continue; }
+      if (f.prop.enum && !f.prop.enum.includes(value)) { f.error.textContent = `one of ${f.prop.enum.join(", ")}`; ok = false; continue; }
+      if (value !== "") payload[f.name] = value;
+    }
+    if (ok) { form.remove(); done(payload); }
+  });
+  return form;
+}
+
+// -- running -----------------------------------------------------------------------
+
+function onEvent(event) {
+  switch (event.type) {
+    case "TEXT_MESSAGE_START":
+      if (event.subagentRunId) break;
+      app.assistantNodes.set(event.messageId, addMessage("assistant", "", event.messageId));
+      break;
+    case "TEXT_MESSAGE_CONTENT": {
+      if (event.subagentRunId) {
+        const card = app.subs.get(event.subagentRunId);
+        if (card) card.querySelector(".text").textContent += event.delta;
+        break;
+      }
+      const node = app.assistantNodes.get(event.messageId) || addMessage("assistant", "", event.messageId);
+      app.assistantNodes.set(event.messageId, node);
+      node.textContent += event.delta;
+      node.scrollIntoView({ block: "end" });
+      break;
+    }
+    case "TEXT_MESSAGE_END": {
+      const node = app.assistantNodes.get(event.messageId);
+      if (node && !event.subagentRunId) app.messages.push({ id: event.messageId, role: "assistant", content: node.textContent });
+      break;
+    }
+    case "TOOL_CALL_START":
+      app.calls.set(event.toolCallId, { name: event.toolCallName, args: {}, raw: "", sub: event.subagentRunId });
+      break;
+    case "TOOL_CALL_ARGS": {
+      const call = app.calls.get(event.toolCallId);
+      if (call) { call.raw += event.delta; try { call.args = JSON.parse(call.raw); } catch { /* more to come */ } }
+      break;
+    }
+    case "TOOL_CALL_RESULT": {
+      const call = app.calls.get(event.toolCallId);
+      if (call && !call.sub && !event.subagentRunId && !call.name.startsWith("agent-")) addMessage("tool", `${call.name} → ${event.content}`);
+      break;
+    }
+    case "SUBAGENT_STARTED":
+      subCard(event);
+      break;
+    case "SUBAGENT_FINISHED": {
+      const outcome = event.outcome && event.outcome.type;
+      const usage = event.metadata && (event.metadata.supervisor_graph || event.metadata.mastra || {}).usage;
+      finishSub(event.subagentRunId, outcome === "suspended" ? "waiting" : "done", outcome === "suspended" ? "waiting" : "done", usage);
+      break;
+    }
+    case "SUBAGENT_ERROR":
+      finishSub(event.subagentRunId, "failed", event.code === "CANCELLED" ? "cancelled" : "failed");
+      break;
+    case "STATE_SNAPSHOT":
+      showState(event.snapshot);
+      break;
+    case "STATE_DELTA":
+      showState(applyPatch(app.state, event.delta));
+      break;
+    case "RUN_FINISHED": {
+      const outcome = event.outcome || { type: "success" };
+      if (outcome.type === "interrupt") {
+        showInterrupts(outcome.interrupts || []);
+        setStatus("waiting for you", "");
+      } else {
+        setStatus(outcome.type === "cancelled" ? "cancelled" : "done");
+      }
+      break;
+    }
+    case "RUN_ERROR":
+      addMessage("error", `${event.code || "error"}: ${event.message}`);
+      setStatus("error", "error");
+      break;
+    default:
+      break;
+  }
+}
+
+async function run({ text = null, resume = null } = {}) {
+  if (app.running) return;
+  if (text !== null) {
+    const message = { id: uid("user"), role: "user", content: text };
+    app.messages.push(message);
+    addMessage("user", text, message.id);
+  }
+  const controller = new AbortController();
+  app.running = controller;
+  $("send").disabled = true;
+  $("cancel").disabled = false;
+  setStatus("running…", "running");
+  const body = {
+    threadId: app.threadId,
+    runId: uid("run"),
+    messages: app.messages,
+    state: {},
+    tools: [],
+    context: [],
+    forwardedProps: {},
+    ...(resume ? { resume } : {}),
+  };
+  try {
+    const response = await fetch(ENDPOINT, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const frame = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        const data = frame.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
+        if (data) onEvent(JSON.parse(data));
+      }
+    }
+  } catch (error) {
+    if (error.name === "AbortError") {
+      setStatus("cancelled");
+      for (const card of app.subs.values()) if (card.classList.contains("running")) finishSub(card.dataset.run, "failed", "cancelled");
+    } else {
+      addMessage("error", String(error));
+      setStatus("error", "error");
+    }
+  } finally {
+    app.running = null;
+    $("send").disabled = false;
+    $("cancel").disabled = true;
+    loadThreads();
+  }
+}
+
+$("composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = $("prompt").value.trim();
+  if (!text || app.running) return;
+  $("prompt").value = "";
+  resetRunViews();
+  run({ text });
+});
+$("prompt").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) {
+    event.preventDefault();
+    $("composer").requestSubmit();
+  }
+});
+$("cancel").addEventListener("click", () => app.running && app.running.abort());
+$("new-thread").addEventListener("click", () => {
+  if (app.running) return;
+  app.threadId = uid("thread");
+  app.messages = [];
+  $("messages").replaceChildren();
+  resetRunViews();
+  showState(null);
+  loadThreads();
+  $("prompt").focus();
+});
+loadThreads();
+$("prompt").focus();
