@@ -4,7 +4,7 @@ loads it as a file).
 
 The supervisor's scripted model routes on the latest user message: "pay" delegates to
 the payer (whose `pay` tool needs approval), "research" to the researcher, "slow" to a
-subagent that takes two seconds, "both" to the researcher and the slow one at once, "remember" updates its working memory (the client's
+subagent that takes two seconds, "both" to the researcher and the slow one at once, "which account" calls a tool that suspends for a form, "remember" updates its working memory (the client's
 shared state); anything else is echoed.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, ToolMessage
 from pydantic import BaseModel
 
-from supervisor_graph import Agent, Memory, create_tool
+from supervisor_graph import Agent, Memory, create_tool, suspend
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 LEDGER: list[int] = []
@@ -46,6 +46,23 @@ def _after(prefix: str, call: Any):
 
 
 pay = create_tool(id="pay", description="Pay an amount.", input_schema=Amount, execute=_pay, require_approval=True)
+
+
+class Question(BaseModel):
+    question: str
+
+
+class Account(BaseModel):
+    account: str
+    seats: int
+
+
+def _ask(args: Question) -> str:
+    answer = suspend({"message": args.question})
+    return f"using {answer.account} for {answer.seats} seats"
+
+
+ask = create_tool(id="ask_account", description="Ask which account.", input_schema=Question, execute=_ask, resume_schema=Account)
 
 payer = Agent(
     id="payer-agent",
@@ -80,6 +97,8 @@ def _route(messages: list[Any]) -> Any:
         return [delegate("research_agent", ask), delegate("slowpoke", ask)]
     if "slow" in lowered:
         return delegate("slowpoke", ask)
+    if lowered.startswith("which account"):
+        return tool_call("ask_account", {"question": "Which account should I use?"})
     if lowered.startswith("remember "):
         return tool_call("update_working_memory", {"memory": {"favourite": ask.split(" ", 1)[1]}})
     return f"echo: {ask}"
@@ -89,6 +108,7 @@ supervisor = Agent(
     id="supervisor",
     description="Routes work to its team.",
     agents={"payer": payer, "research_agent": research, "slowpoke": slowpoke},
+    tools=[ask],
     model=ScriptedChatModel(policy=_route, model_name="boss-model", record_calls=False),
     # several server processes share one database in the multi-worker test
     memory=Memory(os.environ.get("SG_AGUI_STORAGE", ":memory:")),

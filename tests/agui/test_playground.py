@@ -96,7 +96,25 @@ async def test_the_playground_shows_the_team_at_work(served_cli: str) -> None:
             await expect(page.locator(".msg.user").first).to_have_text("both at once please")
             await page.screenshot(path=str(ARTIFACTS / "history.png"))
 
-            # 6. readable on a narrow window
+            # 6. a suspended tool's form, checked against its resume schema, used with the keyboard
+            await page.fill("#prompt", "which account?")
+            await page.press("#prompt", "Enter")
+            form = page.locator("form.suspend")
+            await expect(form).to_contain_text("Which account should I use?", timeout=20_000)
+            await form.locator('input[name="account"]').fill("ACME-7")
+            await form.locator('input[name="seats"]').fill("2.5")
+            await form.locator('input[name="seats"]').press("Enter")
+            await expect(form.locator(".field-error")).to_contain_text(["", "a whole number"])
+            await form.locator('input[name="seats"]').fill("3")
+            await form.locator('input[name="seats"]').press("Enter")
+            await expect(page.locator(".msg.assistant").last).to_contain_text("using ACME-7 for 3 seats", timeout=20_000)
+
+            # 7. the working memory (shared state) as the agent updates it
+            await page.fill("#prompt", "remember green tea")
+            await page.press("#prompt", "Enter")
+            await expect(page.locator("#memory")).to_contain_text('"favourite": "green tea"', timeout=20_000)
+
+            # 8. readable on a narrow window
             await page.set_viewport_size({"width": 480, "height": 800})
             await expect(page.locator("#composer")).to_be_visible()
             await page.screenshot(path=str(ARTIFACTS / "narrow.png"))

@@ -202,7 +202,7 @@ function suspendForm(item, tool, meta, done) {
     const input = el("input", { name, type, required: required.has(name) ? "" : null, "aria-describedby": `err-${item.id}-${name}` });
     return { name, prop, input, error: el("span", { class: "field-error", id: `err-${item.id}-${name}` }) };
   });
-  const form = el("form", { class: "card suspend", "aria-label": `Answer ${tool}` },
+  const form = el("form", { class: "card suspend", "aria-label": `Answer ${tool}`, novalidate: "" },
     el("h3", {}, `${tool} asks: ${item.message || (meta.suspend_payload && meta.suspend_payload.message) || "more information"}`),
     ...fields.map((f) => el("label", { class: "field" }, f.prop.title || f.name, f.input, f.error)),
     el("div", { class: "actions" }, el("button", { type: "submit", class: "approve" }, "Continue")));
