@@ -57,6 +57,10 @@ log = logging.getLogger("supervisor_graph.agui")
 _langgraph_log = logging.getLogger("langgraph")
 
 
+# seconds a new run on a thread waits for this bridge's cancelled run on it to stop
+STOPPING_WAIT = 10.0
+
+
 def _quiet_pending_sends(record: logging.LogRecord) -> bool:
     return "in pending sends" not in record.getMessage()
 
@@ -138,6 +142,7 @@ class AGUIAgent:
         self.recent_runs: deque[RunRecord] = deque(maxlen=200)
         self._controllers: set[AbortController] = set()
         self._settling: set[asyncio.Future[Any]] = set()
+        self._stopping: dict[str, asyncio.Future[Any]] = {}
         if isinstance(agent, RemoteAgent):
             self.agent: Any = agent
             self._state = None
@@ -354,6 +359,15 @@ class AGUIAgent:
         task = asyncio.ensure_future(wait())
         self._settling.add(task)
         task.add_done_callback(self._settling.discard)
+        self._stopping[input.thread_id] = task
+        task.add_done_callback(lambda _: self._stopping.pop(input.thread_id, None) if self._stopping.get(input.thread_id) is task else None)
+
+    async def _after_stopping(self, thread_id: str) -> None:
+        """A client that left and came straight back (a cancel, then a new message) waits
+        for its stopped run to let go of the thread, instead of getting THREAD_BUSY."""
+        stopping = self._stopping.get(thread_id)
+        if stopping is not None:
+            await asyncio.wait({stopping}, timeout=STOPPING_WAIT)
 
     async def _events(
         self, input: RunAgentInput, request: Any, controller: AbortController, holder: list[AgentStream]
@@ -362,6 +376,7 @@ class AGUIAgent:
             async for event in self._remote_events(input, request, controller):
                 yield event
             return
+        await self._after_stopping(input.thread_id)
         resuming = bool(input.resume)
         try:
             resource = await self._resource(request)
