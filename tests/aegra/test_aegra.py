@@ -45,6 +45,9 @@ def cluster(aegra: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
         {
             "supervisor": str(ROOT / "supervisor_graph/examples/research_write.py") + ":graph",
             "slow": str(ROOT / "tests/aegra/slow_graph.py") + ":graph",
+            # remote subagents (SPEC §21) on Aegra too
+            "echo": str(ROOT / "tests/remote/graphs.py") + ":echo",
+            "approver": str(ROOT / "tests/remote/graphs.py") + ":approver",
         },
     )
     ledger = work / "ledger"
@@ -149,3 +152,28 @@ async def test_a_server_killed_mid_run_loses_no_run(cluster: dict) -> None:
         assert done["messages"][-1]["content"].startswith("finished: done: recorded entry"), done
     entries = cluster["ledger"].read_text().split()
     assert len(entries) == len(set(entries)) == len(started)  # every run's side effect, each once
+
+
+async def test_a_remote_subagent_on_aegra_answers_and_its_interrupt_is_resumed(cluster: dict) -> None:
+    """SPEC §21 against an Aegra server: a delegation to a graph it serves, and a remote
+    interrupt answered through the local parent."""
+    from langchain_core.messages import ToolMessage
+
+    from supervisor_graph import Agent, Memory, RemoteAgent
+    from supervisor_graph.testing import ScriptedChatModel, delegate
+
+    def parent(graph_id: str) -> Agent:
+        model = ScriptedChatModel(
+            policy=lambda m: f"boss: {m[-1].content}" if isinstance(m[-1], ToolMessage) else delegate("remote", "hi there")
+        )
+        remote = RemoteAgent(url=cluster["urls"][0], graph_id=graph_id, description="On Aegra.")
+        return Agent(id="boss", model=model, agents={"remote": remote}, memory=Memory(":memory:"))
+
+    echoed = await parent("echo").generate("go", request_context={"topic": "aegra"})
+    assert echoed.text.startswith("boss: echo: hi there") and echoed.delegations[0].success
+    approver = parent("approver")
+    paused = await approver.generate("go", memory={"thread": "aegra-remote"})
+    [item] = paused.suspended
+    assert (item.kind, item.tool_name) == ("approval", "transfer")
+    done = await approver.approve_tool_call(interrupt_id=item.interrupt_id, memory={"thread": "aegra-remote"})
+    assert done.text == "boss: transfer done"
