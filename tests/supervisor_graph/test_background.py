@@ -185,7 +185,7 @@ async def test_without_a_thread_or_a_facade_the_delegation_runs_inline() -> None
 
 def test_declaration_errors_name_what_to_fix() -> None:
     research = Agent(id="r", description="R.", model=ScriptedChatModel())
-    with pytest.raises(ValueError, match="'writer' is not a subagent key"):
+    with pytest.raises(ValueError, match="'writer' is not a local subagent key"):
         Agent(id="b", model=ScriptedChatModel(), agents={"research": research}, background_tasks={"tools": {"writer": {}}})
     with pytest.raises(ValueError, match="timeout_ms"):
         Agent(id="b", model=ScriptedChatModel(), agents={"research": research}, background_tasks={"tools": {"research": {"timeout_ms": 0}}})
