@@ -166,7 +166,9 @@ async def test_a_remote_subagent_on_aegra_answers_and_its_interrupt_is_resumed(c
         model = ScriptedChatModel(
             policy=lambda m: f"boss: {m[-1].content}" if isinstance(m[-1], ToolMessage) else delegate("remote", "hi there")
         )
-        remote = RemoteAgent(url=cluster["urls"][0], graph_id=graph_id, description="On Aegra.")
+        # a server still up (the crash test kills the first one)
+        url = next(u for u, proc in zip(cluster["urls"], cluster["procs"], strict=True) if server_alive(proc))
+        remote = RemoteAgent(url=url, graph_id=graph_id, description="On Aegra.")
         return Agent(id="boss", model=model, agents={"remote": remote}, memory=Memory(":memory:"))
 
     echoed = await parent("echo").generate("go", request_context={"topic": "aegra"})
