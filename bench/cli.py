@@ -17,6 +17,9 @@ from bench.aegra import ScaleoutSpec, scaleout
 from bench.agui import AguiSpec, agui_endpoint
 from bench.concurrency import ConcurrencySpec, concurrency
 from bench.contenders import CONTENDERS
+from bench.guard import measure as measure_guard
+from bench.guard import write as write_guard
+from bench.peers import peer_timing
 from bench.profiling import profile_ours
 from bench.report import Results, machine_info, render, write_chart
 from bench.scenarios import Config, ConversationSpec, checkpoint_writes, context_growth, conversation, timing
@@ -36,6 +39,8 @@ SCENARIOS = (
     "writes",
     "context",
     "working_memory",
+    "peers",
+    "guard",
     "conversation",
     "long",
     "profile",
@@ -152,6 +157,19 @@ async def _run(cfg: Config, skip: frozenset[str]) -> Results:
         steps.append(("checkpoint writes and bytes", writes_step))
     if "context" not in skip:
         steps.append(("supervisor context growth", context_step))
+    if "peers" not in skip and not cfg.quick:
+
+        async def peers_step() -> None:
+            results.peers = await peer_timing(cfg.kinds, cfg.delegations, max(cfg.iterations // 2, 2), cfg.warmup, cfg.workdir)
+
+        steps.append((f"peers: every framework a user might pick instead ({max(cfg.iterations // 2, 2)} runs per cell)", peers_step))
+    if "guard" not in skip:
+        guard_runs = 40 if cfg.quick else 100
+
+        async def guard_step() -> None:
+            results.guard = await measure_guard(guard_runs, 5, cfg.workdir)
+
+        steps.append((f"regression guard: ours/floor and ours/create_agent against bench/guard.json ({guard_runs} runs)", guard_step))
     if "working_memory" not in skip:
 
         async def working_memory_step() -> None:
@@ -223,7 +241,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile sections (= --skip profile)")
     parser.add_argument("--no-chart", action="store_true", help="do not write the PNG chart")
+    parser.add_argument("--write-guard", action="store_true", help="measure the guard ratios (200 runs) and rewrite bench/guard.json")
     args = parser.parse_args(argv)
+    if args.write_guard:
+        with tempfile.TemporaryDirectory(prefix="supervisor-graph-guard-") as tmp:
+            written = asyncio.run(write_guard(200, 10, Path(tmp)))
+        for name, value in written.items():
+            _progress(f"{name}: {value:.3f}")
+        return 0
     args.skip = frozenset(x.strip() for x in args.skip.split(",") if x.strip()) | (
         {"profile"} if args.no_profile else set()
     )
@@ -242,7 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_chart and write_chart(results, chart):
         _progress(f"wrote {chart}")
     _progress(f"done in {results.elapsed:.1f} s")
-    return 0
+    worse = [check for check in results.guard if not check.ok]
+    for check in worse:
+        _progress(f"REGRESSION: {check.name} is {check.now:.2f}, more than 25% above the committed {check.committed:.2f}")
+    return 1 if worse else 0
 
 
 if __name__ == "__main__":

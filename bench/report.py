@@ -10,11 +10,13 @@ import subprocess
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from bench.aegra import ScaleoutResult, summary
 from bench.agui import AguiResult
 from bench.concurrency import ConcurrencyRun
 from bench.contenders import CONTENDERS
+from bench.guard import TOLERANCE, GuardCheck
 from bench.profiling import Profile, format_profile
 from bench.savers import Counts
 from bench.scenarios import Config, ContextGrowth, Conversation, ConversationRun, TimingCell, WriteCount
@@ -59,6 +61,8 @@ class Results:
     agui: AguiResult | None = None
     scaleout: ScaleoutResult | None = None
     working_memory: list[WorkingMemoryCell] = field(default_factory=list)
+    peers: dict[str, Any] | None = None
+    guard: list[GuardCheck] = field(default_factory=list)
     elapsed: float = 0.0
 
 
@@ -812,6 +816,8 @@ def render(r: Results) -> str:
         _timing(r),
         _writes(r),
         _context(r),
+        _peers(r),
+        _guard(r),
         _working_memory(r),
         *(_conversation(run) for run in r.conversations),
         _profile(r),
@@ -825,6 +831,59 @@ def render(r: Results) -> str:
         if section:
             out += ["", *section]
     return "\n".join(out) + "\n"
+
+
+_PEER_LABELS = {
+    "ours": "supervisor-graph",
+    "incumbent": "langgraph-supervisor",
+    "floor": "floor (hand-written graph)",
+    "create_agent": "LangChain create_agent, subagents as tools",
+    "openai_agents": "openai-agents, agents as tools",
+    "deepagents": "deepagents task tool (default middleware)",
+    "deepagents_min": "deepagents SubAgentMiddleware only",
+}
+_PEER_DISTS = {"create_agent": "langchain", "openai_agents": "openai-agents", "deepagents": "deepagents", "deepagents_min": "deepagents"}
+
+
+def _peers(r: Results) -> list[str]:
+    if not r.peers:
+        return []
+    cells = r.peers["cells"]
+    names = list(next(iter(cells.values()))) if cells else []
+    versions = ", ".join(f"{_PEER_DISTS[n]} {_version(_PEER_DISTS[n])}" for n in dict.fromkeys(names) if n in _PEER_DISTS)
+    lines = [
+        "## Peers: every framework a user might pick instead",
+        "",
+        "Median ms per run, all contenders interleaved round-robin on fresh threads, every run checked (N+1 "
+        f"supervisor calls, N worker calls, the final answer). Versions: {versions}. The issue's targets: "
+        "ours <= 0.8x every Python peer, <= 0.5x langgraph-supervisor, <= 1.3x the floor.",
+        "",
+    ]
+    header = ["Contender", *(f"{kind} N={n}" for kind, n in cells), *(f"ours/x {kind} N={n}" for kind, n in cells)]
+    rows = []
+    for name in names:
+        row = [_PEER_LABELS.get(name, name)]
+        row += [_ms(median(samples[name])) for samples in cells.values()]
+        row += [_x(ratio(median(samples["ours"]), median(samples[name]))) for samples in cells.values()]
+        rows.append(row)
+    lines += _table(header, rows, numeric=False)
+    if r.peers.get("missing"):
+        lines += ["", f"Not installed, so not measured: {', '.join(r.peers['missing'])}."]
+    return lines
+
+
+def _guard(r: Results) -> list[str]:
+    if not r.guard:
+        return []
+    lines = [
+        "## Regression guard",
+        "",
+        f"Ratios of medians now against `bench/guard.json`; a ratio more than {TOLERANCE:.2f}x its committed value "
+        "fails `python -m bench` (CI runs `--quick`).",
+        "",
+    ]
+    rows = [[c.name, f"{c.committed:.2f}", f"{c.now:.2f}", "ok" if c.ok else "REGRESSION"] for c in r.guard]
+    return lines + _table(["Ratio", "committed", "now", "verdict"], rows, numeric=False)
 
 
 def _working_memory(r: Results) -> list[str]:

@@ -15,6 +15,7 @@ HEADINGS = (
     "## Checkpoint writes and bytes per delegation",
     "## Supervisor context growth",
     "## Working memory",
+    "## Regression guard",
     "-turn conversation on sqlite",
     "-turn conversation on sqlite, ~3 KB of text per turn",
     "## Targets",
@@ -42,3 +43,27 @@ def test_quick_benchmark_writes_its_report(tmp_path: Path) -> None:
     # The AG-UI scenario either measured the endpoint or says cleanly why it could not.
     agui = text[text.index("## AG-UI endpoint") :]
     assert "runs/s" in agui or "Not available" in agui
+
+
+def test_the_guard_fails_a_ratio_more_than_25_percent_worse() -> None:
+    from bench.guard import GuardCheck
+
+    assert GuardCheck("ours/floor memory N=1", committed=1.2, now=1.49).ok
+    assert not GuardCheck("ours/floor memory N=1", committed=1.2, now=1.51).ok
+
+
+async def test_every_peer_makes_the_checked_model_calls(tmp_path: Path) -> None:
+    """Each framework the full benchmark compares with runs once and is checked like ours."""
+    from bench.contenders import PROMPT
+    from bench.peers import PEERS, available_peers, build_peer
+    from bench.savers import Storage
+    from bench.scenarios import run_measured
+
+    assert available_peers() == PEERS, "the dev extra installs every peer (supervisor-graph[peers])"
+    for name in PEERS:
+        for n in (1, 2):
+            peer = await build_peer(name, n, Storage("sqlite", tmp_path / f"{name}-{n}.db", False))
+            try:
+                await run_measured(peer, PROMPT, f"smoke-{name}-{n}")  # raises unless the calls and answer match
+            finally:
+                await peer.aclose()
