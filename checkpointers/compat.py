@@ -34,6 +34,7 @@ __all__ = [
     "WRITES_IDX_MAP",
     "DeltaChannel",
     "DeltaChannelHistory",
+    "has_checkpointer",
     "namespaced_config",
     "read_channel",
 ]
@@ -46,6 +47,11 @@ INTERRUPT_WRITE = "__interrupt__"
 def read_channel(config: RunnableConfig, channel: str) -> Any:
     """The committed value of `channel` in the graph running the current node (no copy)."""
     return ChannelRead.do_read(config, select=channel, fresh=False)
+
+
+def has_checkpointer(config: RunnableConfig) -> bool:
+    """True inside a run that has a checkpointer (its nodes' configs carry it)."""
+    return (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None
 
 
 def namespaced_config(config: RunnableConfig, saver: Any) -> RunnableConfig:

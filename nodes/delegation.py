@@ -26,10 +26,10 @@ from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.references import assign_ref, ref_line
-from supervisor_graph.nodes.routing import SUPERVISOR_NODE, DelegationTask
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, DelegationTask, last_turn, unanswered
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec, maybe_await
-from supervisor_graph.nodes.state import Usage
+from supervisor_graph.nodes.state import Usage, run_start, usage_of_run
 from supervisor_graph.nodes.supervisor import free_updates, iteration_of_run
 from supervisor_graph.nodes.text import text_of
 
@@ -48,6 +48,8 @@ __all__ = [
     "HookFailed",
     "apply_message_filter",
     "complete_hook",
+    "record_answer",
+    "record_transcript",
     "failure_text",
     "make_complete_node",
     "make_start_node",
@@ -491,3 +493,56 @@ def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
 
     delegation_complete.__name__ = f"{key}_complete"
     return delegation_complete
+
+
+# -- a delegation's record from its subagent's state -------------------------------------
+
+
+def record_transcript(record: DelegationRecord, latest: dict[str, Any]) -> None:
+    """A delegation's transcript, usage and tool results from its subagent's last state
+    (a failed run keeps its partial transcript)."""
+    messages = latest.get("messages") or []
+    start = run_start(messages)
+    record.messages = list(messages[start:])
+    record.usage = usage_of_run(messages, start)
+    record.sub_agent_tool_results = _tool_results(record.messages)
+
+
+def record_answer(record: DelegationRecord, latest: dict[str, Any]) -> None:
+    """A finished delegation's text and finish reason (after `record_transcript`)."""
+    _, last = last_turn(record.messages)
+    record.text = text_of(last) if last is not None and not last.tool_calls else ""
+    record.finish_reason = latest.get("finish_reason") or "stop"
+    if record.finish_reason == "tool-calls":
+        record.sub_agent_pending_tool_calls = [
+            {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"]}
+            for call in unanswered(record.messages)
+        ]
+        if last is not None:
+            record.text = text_of(last)
+        log.warning(
+            "subagent %r called client tools it cannot run (%s); they never ran",
+            record.agent_id,
+            ", ".join(c["tool_name"] for c in record.sub_agent_pending_tool_calls),
+        )
+
+
+def _tool_results(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    calls: dict[str, dict[str, Any]] = {}
+    out = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                calls[call["id"] or ""] = dict(call)
+        elif isinstance(message, ToolMessage):
+            made = calls.get(message.tool_call_id, {})
+            out.append(
+                {
+                    "tool_call_id": message.tool_call_id,
+                    "tool_name": message.name or made.get("name"),
+                    "args": made.get("args", {}),
+                    "result": message.content,
+                    "status": message.status,
+                }
+            )
+    return out

@@ -23,12 +23,15 @@ EVENT_KEY = "supervisor_graph"
 
 
 class Emitter:
-    __slots__ = ("writer", "agent_path", "run_id", "active")
+    __slots__ = ("writer", "agent_path", "run_id", "active", "namespace")
 
-    def __init__(self, runtime: Runtime[Any] | None, handle: RunHandle) -> None:
+    def __init__(self, runtime: Runtime[Any] | None, handle: RunHandle, namespace: str | None = None) -> None:
         self.writer: StreamWriter | None = runtime.stream_writer if runtime is not None else None
         self.agent_path = handle.agent_path
         self.run_id = handle.run_id
+        # the namespace a chunk names when it is not the writing graph's (a subagent run
+        # inside its parent's node)
+        self.namespace = namespace
         # `generate()` reads no events: nodes then skip building their payloads at all
         self.active = handle.stream_events and self.writer is not None
 
@@ -41,5 +44,6 @@ class Emitter:
                     "payload": payload or {},
                     "agent_path": self.agent_path,
                     "run_id": self.run_id,
+                    **({"namespace": self.namespace} if self.namespace is not None else {}),
                 }
             )

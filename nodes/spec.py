@@ -88,6 +88,7 @@ class AgentSpec:
     client_tools: frozenset[str] = frozenset()
     working_memory: WorkingMemory | None = None
     background: BackgroundSettings | None = None
+    retry_policy: Any = None  # the agent's RetryPolicy for its model calls
     # (id(model), with refs, tool subset) -> (model, bound model); holding the model keeps
     # its id from being reused while the entry lives
     _bound: dict[tuple[int, bool, frozenset[str] | None], tuple[Any, Runnable[Any, Any]]] = field(default_factory=dict)

@@ -14,10 +14,9 @@ import asyncio
 import json
 import logging
 import weakref
-from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
@@ -36,19 +35,22 @@ from supervisor_graph.nodes.delegation import (
     HookFailed,
     apply_message_filter,
     model_view,
+    record_answer,
+    record_transcript,
     result_message,
 )
+from supervisor_graph.nodes.direct import can_run_directly, run_directly
 from supervisor_graph.nodes.errors import log_failure, original_error
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
-from supervisor_graph.nodes.routing import SUPERVISOR_NODE, complete_node, last_turn, unanswered
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, complete_node
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.state import run_start, usage_of_run, zero_usage
+from supervisor_graph.nodes.state import zero_usage
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.tools import ended_by_cancel
 
-__all__ = ["make_subagent_node", "record_answer", "record_transcript", "sub_options", "text_of"]
+__all__ = ["make_subagent_node", "sub_options", "text_of"]
 
 log = logging.getLogger("supervisor_graph")
 
@@ -140,6 +142,7 @@ def make_subagent_node(
                 stream_events=handle.stream_events,
                 durable=handle.durable,
                 scratch=handle.scratch,
+                facade=handle.facade,
                 versions=handle.versions,
                 override=await handle.versions.resolve(agent_id) if handle.versions is not None else None,
             )
@@ -174,7 +177,9 @@ def make_subagent_node(
                     ),
                     emit,
                 )
-            if per_parent_thread and thread_id is not None:
+            if handle.facade and can_run_directly(sub_spec, sub_opts, sub_handle, per_parent_thread):
+                await run_directly(sub_spec, graph, prompt, sub_config, sub_opts, sub_handle, runtime, task_ns, record)
+            elif per_parent_thread and thread_id is not None:
                 lock = _thread_locks.get(thread_id)
                 if lock is None:
                     lock = _thread_locks[thread_id] = asyncio.Lock()
@@ -258,53 +263,3 @@ async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunCont
     finally:
         record_transcript(record, latest)
     record_answer(record, latest)
-
-
-def record_transcript(record: DelegationRecord, latest: dict[str, Any]) -> None:
-    """A delegation's transcript, usage and tool results from its subagent's last state
-    (a failed run keeps its partial transcript)."""
-    messages = latest.get("messages") or []
-    start = run_start(messages)
-    record.messages = list(messages[start:])
-    record.usage = usage_of_run(messages, start)
-    record.sub_agent_tool_results = _tool_results(record.messages)
-
-
-def record_answer(record: DelegationRecord, latest: dict[str, Any]) -> None:
-    """A finished delegation's text and finish reason (after `record_transcript`)."""
-    _, last = last_turn(record.messages)
-    record.text = text_of(last) if last is not None and not last.tool_calls else ""
-    record.finish_reason = latest.get("finish_reason") or "stop"
-    if record.finish_reason == "tool-calls":
-        record.sub_agent_pending_tool_calls = [
-            {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"]}
-            for call in unanswered(record.messages)
-        ]
-        if last is not None:
-            record.text = text_of(last)
-        log.warning(
-            "subagent %r called client tools it cannot run (%s); they never ran",
-            record.agent_id,
-            ", ".join(c["tool_name"] for c in record.sub_agent_pending_tool_calls),
-        )
-
-
-def _tool_results(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-    calls: dict[str, dict[str, Any]] = {}
-    out = []
-    for message in messages:
-        if isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                calls[call["id"] or ""] = dict(call)
-        elif isinstance(message, ToolMessage):
-            made = calls.get(message.tool_call_id, {})
-            out.append(
-                {
-                    "tool_call_id": message.tool_call_id,
-                    "tool_name": message.name or made.get("name"),
-                    "args": made.get("args", {}),
-                    "result": message.content,
-                    "status": message.status,
-                }
-            )
-    return out

@@ -33,9 +33,16 @@ from supervisor_graph.nodes.background import (
     notice,
 )
 from supervisor_graph.nodes.context import RequestContext
-from supervisor_graph.nodes.delegation import DelegationRecord, complete_hook, failure_text, model_view
+from supervisor_graph.nodes.delegation import (
+    DelegationRecord,
+    complete_hook,
+    failure_text,
+    model_view,
+    record_answer,
+    record_transcript,
+)
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
-from supervisor_graph.nodes.subagent import record_answer, record_transcript, sub_options
+from supervisor_graph.nodes.subagent import sub_options
 from supervisor_graph.remote import RemoteAgent
 from supervisor_graph.thread_lease import ThreadLease
 

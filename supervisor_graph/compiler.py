@@ -99,6 +99,7 @@ def build_spec(agent: Agent) -> AgentSpec:
         defaults=agent.defaults,
         client_tools=frozenset(name for name, tool in tools.items() if is_client_tool(tool)),
         working_memory=agent.effective_working_memory,
+        retry_policy=agent.retry_policy,
         background=agent.background_tasks if agent.background_tasks is not None and agent.background_tasks.tools else None,
     )
     if model is not None:

@@ -193,6 +193,7 @@ async def _prepare(
         resource_id=resource_id,
         root_context=request_context,
         durable=durable,
+        facade=True,
     )
     if opts.versions is not None:
         opts = await _select_versions(agent, opts, options, handle)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, AIMessageChunk
 
 from supervisor_graph.chunks import FinishChunk, StreamChunk, make_chunk
+from supervisor_graph.nodes.direct import AGENT_PATH_KEY, NAMESPACE_KEY
 from supervisor_graph.nodes.events import EVENT_KEY
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE
 from supervisor_graph.nodes.text import text_of
@@ -91,14 +92,17 @@ class AgentStream:
                             )
                     elif mode == "messages":
                         message, meta = data
-                        if meta.get("langgraph_node") != SUPERVISOR_NODE or not isinstance(message, AIMessage):
+                        own_path = meta.get(AGENT_PATH_KEY)  # a subagent run inside its parent's node
+                        if (meta.get("langgraph_node") != SUPERVISOR_NODE and own_path is None) or not isinstance(
+                            message, AIMessage
+                        ):
                             continue
                         if isinstance(message, AIMessageChunk):
                             streamed.add(message.id or "")
                         elif message.id in streamed:
                             continue
-                        path = self._agent_path(ns)
-                        where = "|".join(ns)
+                        path = tuple(own_path) if own_path is not None else self._agent_path(ns)
+                        where = meta[NAMESPACE_KEY] if own_path is not None else "|".join(ns)
                         reasoning = _reasoning_text(message)
                         if reasoning:
                             payload = {"text": reasoning, "message_id": message.id}
