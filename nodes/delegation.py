@@ -26,7 +26,7 @@ from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.references import assign_ref, ref_line
-from supervisor_graph.nodes.routing import SUPERVISOR_NODE, DelegationTask, last_turn, unanswered
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, DelegationTask, complete_node, last_turn, unanswered
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec, maybe_await
 from supervisor_graph.nodes.state import Usage, run_start, usage_of_run
@@ -48,6 +48,7 @@ __all__ = [
     "HookFailed",
     "apply_message_filter",
     "complete_hook",
+    "finish_delegation",
     "record_answer",
     "record_transcript",
     "failure_text",
@@ -447,6 +448,36 @@ async def complete_hook(
     if outcome.result_text is not None:
         record.result_text = outcome.result_text
     return outcome, ctx.bailed
+
+
+def finish_delegation(
+    opts: RunOptions,
+    handle: RunHandle,
+    record: DelegationRecord,
+    call: dict[str, Any],
+    key: str,
+    artifact: dict[str, Any],
+    emit: Emitter,
+    namespace: str,
+) -> Command[Any]:
+    """What a subagent node returns once its subagent (local or remote) has run: on to
+    `<key>.complete` when the run has that hook, else the tool result for the supervisor
+    (a caller's cancel inside the delegation stops the parent too)."""
+    if emit.active:
+        emit("delegation-complete", {**record.summary(), "namespace": namespace})
+    if opts.delegation.on_delegation_complete is not None:
+        payload = {"call": call, "artifact": artifact, "text": record.text, "prompt": record.prompt}
+        return Command(goto=Send(complete_node(key), payload))
+    message = result_message(opts, handle, record, call, artifact)
+    if emit.active:
+        emit(
+            "tool-result" if record.success else "tool-error",
+            {"tool_name": call["name"], "result": message.content, **record.summary()},
+        )
+    update: dict[str, Any] = {"messages": [message]}
+    if artifact.get("cancelled"):
+        update["bail"] = True
+    return Command(update=update, goto=SUPERVISOR_NODE)
 
 
 def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:

@@ -32,8 +32,7 @@ from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, error_result
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.supervisor import finish_reason_of, model_input
-from supervisor_graph.nodes.text import reasoning_artifacts
+from supervisor_graph.nodes.supervisor import finish_reason_of, model_input, step_finish
 
 __all__ = ["AGENT_PATH_KEY", "NAMESPACE_KEY", "can_run_directly", "run_directly"]
 
@@ -134,19 +133,7 @@ async def _turns(
             raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
         history.append(response)
         if emit.active:
-            meta = response.response_metadata or {}
-            emit(
-                "step-finish",
-                {
-                    "iteration": iteration + 1,
-                    "finish_reason": "tool-calls" if response.tool_calls else finish_reason_of(response),
-                    "usage": response.usage_metadata,
-                    "message_id": response.id,
-                    "model": meta.get("model_name") or meta.get("model"),
-                    "provider": meta.get("model_provider"),
-                    "reasoning_artifacts": reasoning_artifacts(response),
-                },
-            )
+            emit("step-finish", step_finish(response, iteration + 1))
         if not response.tool_calls:
             reason = finish_reason_of(response)
             break

@@ -21,20 +21,19 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
-from langgraph.types import Command, Send, interrupt
+from langgraph.types import interrupt
 
 from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.nodes.delegation import (
     RUN_IDENTITY_KEYS,
     DelegationRecord,
     apply_message_filter,
+    finish_delegation,
     model_view,
-    result_message,
 )
 from supervisor_graph.nodes.errors import log_failure
 from supervisor_graph.nodes.events import EVENT_KEY, Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle
-from supervisor_graph.nodes.routing import SUPERVISOR_NODE, complete_node
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import zero_usage
@@ -184,19 +183,7 @@ def make_remote_node(parent: AgentSpec, key: str, spec: RemoteSpec) -> Any:
             "sub_agent_thread_id": thread_id,
             "remote": {"url": spec.url, "graph_id": spec.graph_id},
         }
-        if emit.active:
-            emit("delegation-complete", {**record.summary(), "namespace": namespace})
-        if opts.delegation.on_delegation_complete is not None:
-            return Command(
-                goto=Send(complete_node(key), {"call": call, "artifact": artifact, "text": record.text, "prompt": prompt})
-            )
-        message = result_message(opts, handle, record, call, artifact)
-        if emit.active:
-            emit(
-                "tool-result" if record.success else "tool-error",
-                {"tool_name": call["name"], "result": message.content, **record.summary()},
-            )
-        return Command(update={"messages": [message]}, goto=SUPERVISOR_NODE)
+        return finish_delegation(opts, handle, record, call, key, artifact, emit, namespace)
 
     run_remote.__name__ = key
     return run_remote

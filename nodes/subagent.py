@@ -20,7 +20,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
-from langgraph.types import Command, Send
+from langgraph.types import Command
 
 from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
@@ -34,16 +34,16 @@ from supervisor_graph.nodes.delegation import (
     DelegationRecord,
     HookFailed,
     apply_message_filter,
+    finish_delegation,
     model_view,
     record_answer,
     record_transcript,
-    result_message,
 )
 from supervisor_graph.nodes.direct import can_run_directly, run_directly
 from supervisor_graph.nodes.errors import log_failure, original_error
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
-from supervisor_graph.nodes.routing import SUPERVISOR_NODE, complete_node
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import zero_usage
@@ -205,22 +205,7 @@ def make_subagent_node(
         }
         if ended_by_cancel(record.messages):  # the caller cancelled a suspended call: stop here too
             artifact["cancelled"] = True
-        if emit.active:
-            emit("delegation-complete", {**record.summary(), "namespace": task_ns})
-        if opts.delegation.on_delegation_complete is not None:
-            return Command(
-                goto=Send(complete_node(key), {"call": call, "artifact": artifact, "text": record.text, "prompt": prompt})
-            )
-        message = result_message(opts, handle, record, call, artifact)
-        if emit.active:
-            emit(
-                "tool-result" if record.success else "tool-error",
-                {"tool_name": call["name"], "result": message.content, **record.summary()},
-            )
-        update: dict[str, Any] = {"messages": [message]}
-        if artifact.get("cancelled"):
-            update["bail"] = True
-        return Command(update=update, goto=SUPERVISOR_NODE)
+        return finish_delegation(opts, handle, record, call, key, artifact, emit, task_ns)
 
     run_subagent.__name__ = key
     return run_subagent

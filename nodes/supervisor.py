@@ -49,6 +49,7 @@ __all__ = [
     "make_supervisor_node",
     "model_input",
     "route_turn",
+    "step_finish",
 ]
 
 log = logging.getLogger("supervisor_graph")
@@ -157,6 +158,21 @@ async def _update_memory(
     return results, state_update
 
 
+def step_finish(response: AIMessage, iteration: int) -> dict[str, Any]:
+    """The `step-finish` payload of a model turn (usage, model and provider for
+    attribution, reasoning artefacts)."""
+    meta = response.response_metadata or {}
+    return {
+        "iteration": iteration,
+        "finish_reason": "tool-calls" if response.tool_calls else finish_reason_of(response),
+        "usage": response.usage_metadata,
+        "message_id": response.id,
+        "model": meta.get("model_name") or meta.get("model"),
+        "provider": meta.get("model_provider"),
+        "reasoning_artifacts": reasoning_artifacts(response),
+    }
+
+
 def finish_reason_of(ai: AIMessage) -> str:
     reason = (ai.response_metadata or {}).get("finish_reason") or (ai.response_metadata or {}).get("stop_reason")
     return "length" if reason in ("length", "max_tokens") else "stop"
@@ -233,19 +249,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
                 if updates and call["name"] == WORKING_MEMORY_TOOL:
                     payload["working_memory"] = True  # an update, not a tool a client shows
                 emit("tool-call", payload)
-            meta = response.response_metadata or {}
-            emit(
-                "step-finish",
-                {
-                    "iteration": iteration + 1,
-                    "finish_reason": "tool-calls" if response.tool_calls else finish_reason_of(response),
-                    "usage": response.usage_metadata,
-                    "message_id": response.id,
-                    "model": meta.get("model_name") or meta.get("model"),
-                    "provider": meta.get("model_provider"),
-                    "reasoning_artifacts": reasoning_artifacts(response),
-                },
-            )
+            emit("step-finish", step_finish(response, iteration + 1))
         for result, value in updates:
             if emit.active:
                 emit(

@@ -13,7 +13,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from supervisor_graph.background import RunBackground, pending_items, runner
-from supervisor_graph.chunks import FinishChunk, Usage, make_chunk
+from supervisor_graph.chunks import Usage, make_chunk
 from supervisor_graph.nodes.background import FINAL_STATUSES
 from supervisor_graph.prepare import _prepare, _Run
 from supervisor_graph.results import GenerateResult
@@ -77,19 +77,14 @@ class IdleStream(AgentStream):
                     break
                 stream = AgentStream(nxt)
             final = _combined(results)
-            if launched and results and run.background is not None:
+            paused: list[Any] = []
+            if launched and run.background is not None:
+                # tasks that paused after their run ended (the others' items were streamed)
+                known = {item.interrupt_id for item in final.suspended}
                 waiting = [r for r in await run.background.records() if r["task_id"] in launched and r.get("waiting")]
-                final.suspended.extend(pending_items(waiting, final.run_id))
-            self._result = final
-            emit(
-                FinishChunk(
-                    payload={"finish_reason": final.finish_reason},
-                    run_id=run.run_id,
-                    agent_path=(agent.id,),
-                    finish_reason=final.finish_reason,
-                    usage=final.usage,
-                )
-            )
+                paused = [item for item in pending_items(waiting, final.run_id) if item.interrupt_id not in known]
+                final.suspended.extend(paused)
+            self._finish(final, announce=paused)
         except BaseException as exc:  # surfaced to readers as an error chunk and by result()
             self._error = exc
             emit(make_chunk("error", {"error": type(exc).__name__, "message": str(exc)}, run.run_id, (agent.id,)))

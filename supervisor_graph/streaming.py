@@ -14,7 +14,7 @@ from supervisor_graph.nodes.events import EVENT_KEY
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.prepare import _after, _repair_thread, _Run, _until_aborted
-from supervisor_graph.results import GenerateResult, _result
+from supervisor_graph.results import GenerateResult, PendingItem, _result
 
 if TYPE_CHECKING:
     pass
@@ -127,21 +127,7 @@ class AgentStream:
 
                 await _waiting_tasks(run, result)
             await _after(run, result)
-            for item in result.suspended:
-                if not item.is_interrupt:
-                    continue  # its tool-call chunk has been streamed; the caller answers it
-                kind = "tool-call-suspended" if item.kind == "suspend" else "tool-call-approval"
-                emit(make_chunk(kind, item.model_dump(), run.run_id, item.agent_path, item.namespace))
-            self._result = result
-            emit(
-                FinishChunk(
-                    payload={"finish_reason": result.finish_reason},
-                    run_id=run.run_id,
-                    agent_path=(run.agent.id,),
-                    finish_reason=result.finish_reason,
-                    usage=result.usage,
-                )
-            )
+            self._finish(result)
         except BaseException as exc:  # surfaced to readers as an error chunk and by result()
             self._error = exc
             if isinstance(exc, Exception):
@@ -153,6 +139,27 @@ class AgentStream:
             await run.release()
             self._done = True
             self._changed.set()
+
+    def _finish(self, result: GenerateResult, announce: list[PendingItem] | None = None) -> None:
+        """End the stream with `result`: a chunk per approval or suspended tool it waits
+        for (those of `announce`, when given: the others were streamed already), then
+        `finish`."""
+        run = self._run
+        for item in result.suspended if announce is None else announce:
+            if not item.is_interrupt:
+                continue  # its tool-call chunk has been streamed; the caller answers it
+            kind = "tool-call-suspended" if item.kind == "suspend" else "tool-call-approval"
+            self._push(make_chunk(kind, item.model_dump(), run.run_id, item.agent_path, item.namespace))
+        self._result = result
+        self._push(
+            FinishChunk(
+                payload={"finish_reason": result.finish_reason},
+                run_id=run.run_id,
+                agent_path=(run.agent.id,),
+                finish_reason=result.finish_reason,
+                usage=result.usage,
+            )
+        )
 
     @property
     async def full_stream(self) -> AsyncIterator[StreamChunk]:  # type: ignore[misc]
@@ -197,19 +204,7 @@ class FinishedStream(AgentStream):
     async def _pump(self) -> None:
         run, result = self._run, self._preset
         self._push(make_chunk("start", {"thread_id": run.thread_id}, run.run_id, (run.agent.id,)))
-        for item in result.suspended:
-            kind = "tool-call-suspended" if item.kind == "suspend" else "tool-call-approval"
-            self._push(make_chunk(kind, item.model_dump(), run.run_id, item.agent_path, item.namespace))
-        self._result = result
-        self._push(
-            FinishChunk(
-                payload={"finish_reason": result.finish_reason},
-                run_id=run.run_id,
-                agent_path=(run.agent.id,),
-                finish_reason=result.finish_reason,
-                usage=result.usage,
-            )
-        )
+        self._finish(result)
         self._done = True
         self._changed.set()
 

@@ -163,9 +163,12 @@ async def test_an_approval_pauses_only_the_task_and_resumes_it_where_it_stopped(
         memory=Memory(":memory:"),
         background_tasks={"tools": {"payer": {}}},
     )
-    paused = await boss.generate_until_idle("go", memory={"thread": "bg-7"})
+    stream = await boss.stream_until_idle("go", memory={"thread": "bg-7"})
+    chunks = [c async for c in stream.full_stream]
+    paused = await stream.result()
     assert paused.text == "started, will report"  # the supervisor answered; only the task waits
-    [item] = paused.suspended
+    [item] = paused.suspended  # once, however the pause and the run's end interleave
+    assert [c.payload["interrupt_id"] for c in chunks if c.type == "tool-call-approval"] == [item.interrupt_id]
     assert (item.kind, item.tool_name, item.agent_path) == ("approval", "pay", ("boss", "payer-agent"))
     assert ledger == [] and len(sub_model.calls) == 1
     done = await boss.approve_tool_call(interrupt_id=item.interrupt_id, memory={"thread": "bg-7"})
