@@ -304,9 +304,12 @@ _CLASSES: dict[str, tuple[type[Any], Any]] = {
 }
 
 
-async def build(name: str, n: int, storage: Storage, script: Script | None = None) -> Contender:
-    """Contender `name` ("ours", "incumbent", "floor") for `n` delegations per run."""
-    cls, policy = _CLASSES[name]
+async def build(
+    name: str, n: int, storage: Storage, script: Script | None = None, classes: dict[str, tuple[type[Any], Any]] | None = None
+) -> Contender:
+    """Contender `name` ("ours", "incumbent", "floor", or one of `classes`: a name's class
+    and supervisor policy) for `n` delegations per run."""
+    cls, policy = (classes or _CLASSES)[name]
     script = script or Script()
     supervisor, workers = _models(n, policy(n, script), script)
     contender = cls(n, storage, supervisor, workers, script)

@@ -29,7 +29,6 @@ from bench.contenders import (
     Contender,
     Script,
     _GraphContender,
-    _models,
     _this_turn,
     delegation_policy,
 )
@@ -235,13 +234,9 @@ _CLASSES: dict[str, tuple[type[Any], Any]] = {
 
 
 async def build_peer(name: str, n: int, storage: Storage, script: Script | None = None) -> Contender:
-    cls, policy = _CLASSES[name]
-    script = script or Script()
-    supervisor, workers = _models(n, policy(n, script), script)
-    contender = cls(n, storage, supervisor, workers, script)
-    await contender.setup()
-    return contender  # type: ignore[no-any-return]
+    from bench.contenders import build
 
+    return await build(name, n, storage, script, classes=_CLASSES)
 
 
 # -- the scenario -------------------------------------------------------------------------

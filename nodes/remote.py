@@ -37,6 +37,7 @@ from supervisor_graph.nodes.options import RunContext, RunHandle
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import zero_usage
+from supervisor_graph.nodes.text import text_of_content
 
 __all__ = ["RemoteSpec", "make_remote_node", "remote_thread_id"]
 
@@ -73,18 +74,6 @@ def remote_thread_id(parent_thread: Any, namespace: str, tool_call_id: str) -> s
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"supervisor-graph:{parent_thread}|{namespace}|{tool_call_id}"))
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part if isinstance(part, str) else str(part.get("text", ""))
-            for part in content
-            if isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text")
-        )
-    return ""
-
-
 def _add_usage(total: dict[str, int], message: dict[str, Any]) -> None:
     usage = message.get("usage_metadata") or {}
     for key in ("input_tokens", "output_tokens", "total_tokens"):
@@ -99,7 +88,7 @@ def _outcome(values: dict[str, Any], record: DelegationRecord) -> None:
         if message.get("type") in ("ai", "AIMessage", "AIMessageChunk"):
             _add_usage(record.usage, message)
             last_ai = message
-    record.text = _text(last_ai.get("content")) if last_ai is not None else ""
+    record.text = text_of_content(last_ai.get("content")) if last_ai is not None else ""
     record.finish_reason = str(values.get("finish_reason") or "stop")
 
 
@@ -216,7 +205,7 @@ async def _stream(
                 if "|" in str((meta or {}).get("langgraph_checkpoint_ns", "")):
                     continue  # the remote's own subagents: not this delegation's answer
                 if isinstance(chunk, dict) and chunk.get("type") in ("AIMessageChunk", "ai"):
-                    text = _text(chunk.get("content"))
+                    text = text_of_content(chunk.get("content"))
                     if text:
                         emit.writer(  # type: ignore[misc]
                             {

@@ -6,20 +6,27 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-__all__ = ["reasoning_artifacts", "text_of"]
+__all__ = ["reasoning_artifacts", "text_of", "text_of_content"]
 
 _REASONING_BLOCKS = ("reasoning", "thinking", "redacted_thinking")
 _OPAQUE_KEYS = ("signature", "data", "encrypted_content", "id")
 
 
 def text_of(message: BaseMessage) -> str:
-    content = message.content
+    return text_of_content(message.content)
+
+
+def text_of_content(content: Any) -> str:
+    """The text of message content: a string, or the text parts of a list of blocks (a
+    message as a server sends it, a dict, has its content in the same shapes)."""
     if isinstance(content, str):
         return content
+    if not isinstance(content, list):
+        return ""
     return "".join(
         part if isinstance(part, str) else str(part.get("text", ""))
         for part in content
-        if isinstance(part, str) or part.get("type") == "text"
+        if isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text")
     )
 
 

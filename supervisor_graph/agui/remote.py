@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage, convert_to_messages, message_to
 
 from supervisor_graph.agui.interrupts import Pause
 from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
-from supervisor_graph.nodes.remote import _text
+from supervisor_graph.nodes.text import text_of_content
 from supervisor_graph.remote import RemoteAgent
 from supervisor_graph.results import GenerateResult, PendingItem
 
@@ -164,7 +164,7 @@ class RemoteStream:
                 if "|" in str((meta or {}).get("langgraph_checkpoint_ns", "")) or not isinstance(chunk, dict):
                     continue
                 if chunk.get("type") in ("AIMessageChunk", "ai"):
-                    text = _text(chunk.get("content"))
+                    text = text_of_content(chunk.get("content"))
                     if text:
                         put(self._chunk("text-delta", {"text": text, "message_id": chunk.get("id")}))
             elif part.event == "updates" and isinstance(part.data, dict):
@@ -213,7 +213,7 @@ class RemoteStream:
             )
         reason = "abort" if aborted else "suspended" if pending else "stop"
         return GenerateResult(
-            text=_text(last_ai.get("content")) if last_ai is not None and not pending else "",
+            text=text_of_content(last_ai.get("content")) if last_ai is not None and not pending else "",
             messages=[],
             usage=usage,
             finish_reason=reason,
