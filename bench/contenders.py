@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -248,9 +248,14 @@ def _worker_context(message: BaseMessage) -> bool:
 
 
 class Floor(_GraphContender):
-    """The least a LangGraph graph can do for the same model calls."""
+    """The least a LangGraph graph can do for the same model calls, on the saver ours
+    uses (so that ours/floor is the cost of the design, not of the storage)."""
 
     name = "floor"
+
+    async def setup(self) -> None:
+        self.storage = replace(self.storage, saver="sg")
+        await super().setup()
 
     def build_graph(self) -> StateGraph:
         tools = [
@@ -297,15 +302,29 @@ class Floor(_GraphContender):
         return graph
 
 
+class StockFloor(Floor):
+    """The floor on LangGraph's `AsyncSqliteSaver`, what a hand-written graph would use."""
+
+    name = "floor_stock"
+
+    async def setup(self) -> None:
+        await _GraphContender.setup(self)
+
+
 _CLASSES: dict[str, tuple[type[Any], Any]] = {
     "ours": (Ours, delegation_policy),
     "incumbent": (Incumbent, handoff_policy),
     "floor": (Floor, delegation_policy),
+    "floor_stock": (StockFloor, delegation_policy),
 }
 
 
 async def build(
-    name: str, n: int, storage: Storage, script: Script | None = None, classes: dict[str, tuple[type[Any], Any]] | None = None
+    name: str,
+    n: int,
+    storage: Storage,
+    script: Script | None = None,
+    classes: dict[str, tuple[type[Any], Any]] | None = None,
 ) -> Contender:
     """Contender `name` ("ours", "incumbent", "floor", or one of `classes`: a name's class
     and supervisor policy) for `n` delegations per run."""

@@ -242,7 +242,7 @@ async def build_peer(name: str, n: int, storage: Storage, script: Script | None 
 # -- the scenario -------------------------------------------------------------------------
 
 
-PEER_BASE = ("ours", "incumbent", "floor")
+PEER_BASE = ("ours", "incumbent", "floor", "floor_stock")
 
 
 async def peer_timing(

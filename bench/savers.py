@@ -1,7 +1,10 @@
 """Checkpointers for the contenders, and counting wrappers around them.
 
-Every contender of one measurement gets the same kind of saver (`InMemorySaver`, or
-`AsyncSqliteSaver` over aiosqlite in a file of its own). The counting subclasses record
+Every contender of one measurement gets the same kind of storage (`InMemorySaver`, or a
+sqlite file of its own). On sqlite a graph gets LangGraph's `AsyncSqliteSaver`, what a
+hand-written graph would use, unless its `Storage` names supervisor-graph's
+`SqliteCheckpointer` (`saver="sg"`: the floor, so that ours/floor measures the design and
+not the saver). The counting subclasses record
 each `aput` (one checkpoint) and `aput_writes` (one batch of pending writes) with the
 sizes `serde.dumps_typed` gives, which is what the sqlite saver stores.
 """
@@ -21,9 +24,12 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Chec
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from supervisor_graph.checkpointers.sqlite import SqliteCheckpointer
+
 __all__ = [
     "Counts",
     "CountingInMemorySaver",
+    "CountingSqliteCheckpointer",
     "CountingSqliteSaver",
     "SqliteFootprint",
     "Storage",
@@ -109,13 +115,24 @@ class CountingSqliteSaver(_CountingMixin, AsyncSqliteSaver):
         self.counts = Counts()
 
 
+class CountingSqliteCheckpointer(_CountingMixin, SqliteCheckpointer):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.counts = Counts()
+
+
+COUNTING = (CountingInMemorySaver, CountingSqliteSaver, CountingSqliteCheckpointer)
+
+
 @dataclass(frozen=True)
 class Storage:
-    """Which saver a contender gets: `kind` is "memory" or "sqlite" (then `path` is its file)."""
+    """Which saver a contender gets: `kind` is "memory" or "sqlite" (then `path` is its
+    file); on sqlite, `saver` is "stock" (`AsyncSqliteSaver`) or "sg" (`SqliteCheckpointer`)."""
 
     kind: str
     path: Path | None = None
     counting: bool = False
+    saver: str = "stock"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -133,27 +150,34 @@ async def open_saver(storage: Storage, stack: AsyncExitStack) -> BaseCheckpointS
     """A fresh saver for `storage`; `stack` closes its connection."""
     if storage.kind == "memory":
         return CountingInMemorySaver() if storage.counting else InMemorySaver()
-    cls = CountingSqliteSaver if storage.counting else AsyncSqliteSaver
-    saver = await stack.enter_async_context(cls.from_conn_string(str(storage.path)))
+    saver: Any
+    if storage.saver == "sg":
+        sg = CountingSqliteCheckpointer if storage.counting else SqliteCheckpointer
+        saver = await stack.enter_async_context(sg.connect(str(storage.path)))
+    else:
+        stock = CountingSqliteSaver if storage.counting else AsyncSqliteSaver
+        saver = await stack.enter_async_context(stock.from_conn_string(str(storage.path)))
     await saver.setup()
-    return saver
+    return saver  # type: ignore[no-any-return]
 
 
-async def stored_bytes(saver: BaseCheckpointSaver, thread_id: str | None = None) -> int | None:
-    """Bytes of checkpoint blobs, metadata and writes in a sqlite saver, for one thread
-    (all its namespaces) or all of them; None for other savers."""
-    if not isinstance(saver, AsyncSqliteSaver):
+def stored_bytes(storage: Storage, thread_id: str | None = None) -> int | None:
+    """Bytes of checkpoint blobs, metadata and writes in a sqlite file, for one thread
+    (all its namespaces) or all of them (read on a connection of its own); None in memory."""
+    if storage.kind != "sqlite" or storage.path is None:
         return None
     where, params = ("WHERE thread_id = ?", (thread_id,)) if thread_id is not None else ("", ())
-    total = 0
-    for query in (
-        f"SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM checkpoints {where}",
-        f"SELECT coalesce(sum(length(value)), 0) FROM writes {where}",
-    ):
-        async with saver.lock, saver.conn.execute(query, params) as cur:
-            row = await cur.fetchone()
-        total += int(row[0]) if row else 0
-    return total
+    conn = sqlite3.connect(storage.path)
+    try:
+        return sum(
+            int(conn.execute(query, params).fetchone()[0])
+            for query in (
+                f"SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM checkpoints {where}",
+                f"SELECT coalesce(sum(length(value)), 0) FROM writes {where}",
+            )
+        )
+    finally:
+        conn.close()
 
 
 def file_size(path: Path) -> int:

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from bench.contenders import CONTENDERS, FINAL_ANSWER, PROMPT, WORKER_ANSWER, Contender, Script, build
 from bench.savers import (
-    CountingInMemorySaver,
-    CountingSqliteSaver,
+    COUNTING,
     Counts,
     SqliteFootprint,
     Storage,
@@ -168,7 +167,7 @@ async def checkpoint_writes(cfg: Config) -> list[WriteCount]:
                 try:
                     await run_checked(contender, TASK, "warmup")
                     saver = await contender.saver()
-                    assert isinstance(saver, CountingInMemorySaver | CountingSqliteSaver)
+                    assert isinstance(saver, COUNTING)
                     saver.counts.reset()
                     await run_checked(contender, TASK, "measured")
                     out.append(WriteCount(name, kind, n, saver.counts.copy()))
@@ -336,7 +335,7 @@ async def conversation(cfg: Config, spec: ConversationSpec) -> ConversationRun:
                     if k >= 0 and (turn + rep) % 2 == 1:
                         await _fresh_turn(res, fresh[c.name], k, spec, thread)
                     if last_rep:
-                        res.stored.append(await stored_bytes(await c.saver(), thread))
+                        res.stored.append(stored_bytes(c.storage, thread))
                         if turn == spec.turns - 1 and c.supervisor.calls:
                             res.supervisor_input_last_turn = len(c.supervisor.calls[-1])
                     c.forget_calls()

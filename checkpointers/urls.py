@@ -1,4 +1,4 @@
-"""Checkpointers from storage URLs: sqlite (aiosqlite), in-memory, Postgres."""
+"""Checkpointers from storage URLs: sqlite, in-memory, Postgres."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from langgraph.store.memory import InMemoryStore
 
 from supervisor_graph.checkpointers.delta_cache import with_delta_cache
 from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL, Leases, LocalLeases, PostgresLeases, SqliteLeases
+from supervisor_graph.checkpointers.sqlite import SqliteCheckpointer, Synchronous
 
 __all__ = ["SETUP_LOCK_KEY", "Storage", "describe", "is_shared_saver", "open_storage", "setup_lock"]
 
@@ -71,15 +72,23 @@ class Storage:
 
 
 async def open_storage(
-    storage: Any, stack: AsyncExitStack, *, store: BaseStore | None = None, lease_ttl: float = DEFAULT_LEASE_TTL
+    storage: Any,
+    stack: AsyncExitStack,
+    *,
+    store: BaseStore | None = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    sqlite_synchronous: Synchronous = "normal",
 ) -> Storage:
     """Open what `storage` names; `stack` closes its connections. `store` replaces the
-    store a checkpointer object would otherwise get (an in-process one)."""
+    store a checkpointer object would otherwise get (an in-process one);
+    `sqlite_synchronous` is the checkpoint connection's `PRAGMA synchronous` (sqlite.py)."""
     kind = describe(storage)
     if kind == "saver":
         return Storage(storage, store or InMemoryStore(), LocalLeases(lease_ttl))
     if kind == "memory":
-        return Storage(with_delta_cache(InMemorySaver, compact_versions=True)(), InMemoryStore(), LocalLeases(lease_ttl))
+        return Storage(
+            with_delta_cache(InMemorySaver, compact_versions=True)(), InMemoryStore(), LocalLeases(lease_ttl)
+        )
     if kind == "postgres":
         try:
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -96,7 +105,9 @@ async def open_storage(
         # poll with pg_try_advisory_lock instead of blocking in pg_advisory_lock: a session
         # blocked there holds a snapshot, which CREATE INDEX CONCURRENTLY (a migration)
         # waits for, and Postgres reports a deadlock.
-        while not (await (await postgres.conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (SETUP_LOCK_KEY,))).fetchone())["ok"]:
+        while not (
+            await (await postgres.conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (SETUP_LOCK_KEY,))).fetchone()
+        )["ok"]:
             await asyncio.sleep(0.05)
         try:
             await postgres.setup()
@@ -105,7 +116,6 @@ async def open_storage(
         finally:
             await postgres.conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
         return Storage(postgres, pg_store, leases)
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
 
     path = str(storage) if isinstance(storage, Path) else _sqlite_path(storage)
@@ -113,8 +123,8 @@ async def open_storage(
     if path != ":memory:":
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
     target = str(Path(path).expanduser()) if path != ":memory:" else path
-    saver_class: Any = with_delta_cache(AsyncSqliteSaver, compact_versions=True)
-    sqlite = await stack.enter_async_context(saver_class.from_conn_string(target))
+    saver_class: Any = with_delta_cache(SqliteCheckpointer, compact_versions=True)
+    sqlite = await stack.enter_async_context(saver_class.connect(target, synchronous=sqlite_synchronous))
     sqlite_store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(target))
     # Concurrent first starts race in `PRAGMA journal_mode=WAL` and CREATE TABLE
     # ("database is locked"): one process at a time sets up.

@@ -17,6 +17,7 @@ from langgraph.store.base import BaseStore
 from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE, namespaced_config
 from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL
 from supervisor_graph.checkpointers.naming import split_thread_id
+from supervisor_graph.checkpointers.sqlite import Synchronous
 from supervisor_graph.checkpointers.threads import ThreadRecord, list_threads
 from supervisor_graph.checkpointers.urls import Storage, describe, is_shared_saver, open_storage
 from supervisor_graph.nodes.background import FullState
@@ -64,7 +65,9 @@ class Memory:
     on the same database, the checkpointer, a LangGraph store and the thread leases;
     `lease_ttl` is how long (seconds) a crashed process's lease on a thread blocks it
     when the process ran on another host (on this host a dead process's lease is taken
-    over at once).
+    over at once). `sqlite_synchronous` is how a sqlite file commits checkpoints:
+    `"normal"` (default; a checkpoint survives the process being killed, a power cut may
+    lose the last ones) or `"full"` (an fsync per commit, about 0.3 ms each).
 
     `working_memory` (SPEC §8) applies to the agents declared with this memory that do not
     declare their own `Agent(working_memory=...)`.
@@ -81,6 +84,7 @@ class Memory:
         *,
         store: BaseStore | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
+        sqlite_synchronous: Synchronous = "normal",
         working_memory: WorkingMemory | dict[str, Any] | bool | None = None,
     ) -> None:
         self.kind = describe(storage)
@@ -88,7 +92,9 @@ class Memory:
             working_memory = WorkingMemory()
         elif working_memory is False:
             working_memory = None
-        self.working_memory = WorkingMemory.model_validate(working_memory) if isinstance(working_memory, dict) else working_memory
+        self.working_memory = (
+            WorkingMemory.model_validate(working_memory) if isinstance(working_memory, dict) else working_memory
+        )
         # agent id -> working memory of the agents declared with this memory (and their
         # subagents), so get/set_working_memory know each one's scope and schema
         self._agents: dict[str, WorkingMemory] = {}
@@ -99,11 +105,14 @@ class Memory:
         if store is not None and self.kind != "saver":
             raise ValueError("Memory(store=...) goes with a checkpointer object; a storage URL opens its own store")
         self.lease_ttl = lease_ttl
+        if sqlite_synchronous not in ("normal", "full"):
+            raise ValueError(f"sqlite_synchronous must be 'normal' or 'full', not {sqlite_synchronous!r}")
+        self.sqlite_synchronous: Synchronous = sqlite_synchronous
         self._store = store
         self._shared: Storage | None = None
-        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Storage, AsyncGenerator[None, None]]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._by_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[Storage, AsyncGenerator[None, None]]
+        ] = weakref.WeakKeyDictionary()
         # a graph that reads this storage's threads, per checkpointer (messages are deltas
         # that only a graph with the state's channels can replay)
         self._readers: weakref.WeakKeyDictionary[BaseCheckpointSaver, Any] = weakref.WeakKeyDictionary()
@@ -117,7 +126,9 @@ class Memory:
         connections belong to one loop)."""
         if is_shared_saver(self.storage):
             if self._shared is None:
-                self._shared = await open_storage(self.storage, AsyncExitStack(), store=self._store, lease_ttl=self.lease_ttl)
+                self._shared = await open_storage(
+                    self.storage, AsyncExitStack(), store=self._store, lease_ttl=self.lease_ttl
+                )
             return self._shared
         loop = asyncio.get_running_loop()
         entry = self._by_loop.get(loop)
@@ -128,7 +139,9 @@ class Memory:
             entry = self._by_loop.get(loop)
             if entry is None:
                 stack = AsyncExitStack()
-                opened = await open_storage(self.storage, stack, lease_ttl=self.lease_ttl)
+                opened = await open_storage(
+                    self.storage, stack, lease_ttl=self.lease_ttl, sqlite_synchronous=self.sqlite_synchronous
+                )
                 closer = _close_with_loop(stack)
                 await closer.__anext__()
                 entry = self._by_loop[loop] = (opened, closer)
@@ -212,7 +225,9 @@ class Memory:
     @staticmethod
     def _resource(agent_id: str, thread: str | None, resource: str | None) -> str:
         if resource is None and thread is None:
-            raise ValueError(f"working memory of agent {agent_id!r} is resource-scoped: pass resource=... (or thread=...)")
+            raise ValueError(
+                f"working memory of agent {agent_id!r} is resource-scoped: pass resource=... (or thread=...)"
+            )
         # a run without a resource keeps it under its thread id, as this does
         return resource if resource is not None else thread  # type: ignore[return-value]
 
@@ -243,7 +258,9 @@ class Memory:
             snapshot = await reader.aget_state(read_config)
             return snapshot.values.get("working_memory")
         store = await self.store()
-        item = await store.aget(WORKING_MEMORY_NAMESPACE, store_key(agent_id, self._resource(agent_id, thread, resource)))
+        item = await store.aget(
+            WORKING_MEMORY_NAMESPACE, store_key(agent_id, self._resource(agent_id, thread, resource))
+        )
         return item.value.get("value") if item is not None else None
 
     async def set_working_memory(
