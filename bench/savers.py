@@ -153,7 +153,7 @@ async def open_saver(storage: Storage, stack: AsyncExitStack) -> BaseCheckpointS
     saver: Any
     if storage.saver == "sg":
         sg = CountingSqliteCheckpointer if storage.counting else SqliteCheckpointer
-        saver = await stack.enter_async_context(sg.connect(str(storage.path)))
+        saver = await stack.enter_async_context(sg.from_conn_string(str(storage.path)))
     else:
         stock = CountingSqliteSaver if storage.counting else AsyncSqliteSaver
         saver = await stack.enter_async_context(stock.from_conn_string(str(storage.path)))

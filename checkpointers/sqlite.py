@@ -1,53 +1,53 @@
-"""The sqlite checkpointer: LangGraph's sqlite tables, one thread hop per call.
+"""The sqlite checkpointer: LangGraph's `AsyncSqliteSaver`, one trip to sqlite per call.
 
-`AsyncSqliteSaver` drives aiosqlite statement by statement: storing a checkpoint is three
-round trips to the connection's thread (execute, commit, close the cursor), a batch of
-writes four, loading a checkpoint six, and each commit waits for an fsync. A delegation
-stores about three checkpoints and two batches, so on sqlite most of a run's time was
-spent waiting on that thread (bench/RESULTS.md, "Profile of ours").
+`AsyncSqliteSaver` drives its aiosqlite connection statement by statement: storing a
+checkpoint is three round trips to the connection's thread (execute, commit, close the
+cursor), a batch of writes four, loading a checkpoint six, and every commit waits for an
+fsync. A delegation stores about three checkpoints and two batches, so on sqlite most of
+a run's time was spent waiting on that thread (bench/RESULTS.md, "Profile of ours").
 
-This saver keeps the same tables and rows (`langgraph.checkpoint.sqlite.SqliteSaver`
-creates and reads them, so either saver opens the other's file) and does each call as
-one function on a dedicated thread: values are encoded on the caller's thread when the
-call is made, as `AsyncSqliteSaver` does, so later changes to them are not stored.
+This subclass stores and loads checkpoints as one job each on the same connection
+thread, with the same statements, tables and rows (the stock savers open its files and it
+opens theirs). Values are encoded on the caller's thread when the call is made, as
+`AsyncSqliteSaver` does, so later changes to them are not stored. Everything else
+(listing, the delta-channel history, deleting, copying) is `AsyncSqliteSaver`'s own.
 
 Commits use `PRAGMA synchronous=NORMAL` by default. In WAL mode that is what SQLite
 recommends: a committed checkpoint survives the process being killed (the reliability
 tests SIGKILL real processes), and the file is never corrupted; only a power cut or an
 operating-system crash may roll back the last commits. `synchronous="full"` fsyncs every
-commit (about 0.3 ms each here) for machines where that matters; Postgres is the choice
-for data that must outlive the machine.
+commit (about 0.3 ms each on the benchmark machine) for machines where that matters;
+Postgres is the choice for data that must outlive the machine.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from functools import partial
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
+import aiosqlite
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
-    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    SerializerProtocol,
+    get_checkpoint_id,
     get_checkpoint_metadata,
 )
-from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
-from supervisor_graph.checkpointers.compat import DeltaChannelHistory
+from supervisor_graph.checkpointers.compat import on_connection_thread
 
 __all__ = ["SqliteCheckpointer", "Synchronous"]
 
 Synchronous = Literal["normal", "full"]
-T = TypeVar("T")
 
 _PUT = (
     "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
@@ -59,71 +59,75 @@ _PUT_WRITES = (
     "INSERT OR {verb} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, "
     "value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_SELECT = "SELECT thread_id, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints "
+_ONE = _SELECT + "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+_LATEST = _SELECT + "WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1"
 
 
-class SqliteCheckpointer(BaseCheckpointSaver[str]):
-    """A LangGraph checkpointer on a sqlite file; see the module docstring.
+def _store(conn: sqlite3.Connection, query: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    conn.executemany(query, rows)
+    conn.commit()
 
-    Open it with `async with SqliteCheckpointer.connect(path) as saver:`. Async calls run
-    on the saver's own thread in the order they were made; the sync methods (for graphs
-    run with `invoke`) run on the caller's thread under the same lock.
-    """
 
-    def __init__(self, conn: sqlite3.Connection, *, synchronous: Synchronous = "normal") -> None:
+def _load(
+    conn: sqlite3.Connection, thread_id: str, ns: str, checkpoint_id: str | None, writes_sql: str
+) -> tuple[tuple[Any, ...], list[Any]] | None:
+    if checkpoint_id:
+        row = conn.execute(_ONE, (thread_id, ns, checkpoint_id)).fetchone()
+    else:
+        row = conn.execute(_LATEST, (thread_id, ns)).fetchone()
+    if row is None:
+        return None
+    return row, conn.execute(writes_sql, (thread_id, ns, row[1])).fetchall()
+
+
+class SqliteCheckpointer(AsyncSqliteSaver):
+    """`AsyncSqliteSaver` with one connection-thread job per store or load; see the
+    module docstring. Open it with `async with SqliteCheckpointer.from_conn_string(path)`."""
+
+    def __init__(
+        self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, synchronous: Synchronous = "normal"
+    ) -> None:
         if synchronous not in ("normal", "full"):
             raise ValueError(f"synchronous must be 'normal' or 'full', not {synchronous!r}")
-        self._sqlite = SqliteSaver(conn)  # reads, schema and locking: LangGraph's own code
-        super().__init__(serde=self._sqlite.serde)
+        super().__init__(conn, serde=serde)
         self.synchronous = synchronous
-        conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
-        # One thread keeps the calls in order (a checkpoint before the writes made on it).
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="supervisor-graph-sqlite")
 
     @classmethod
     @asynccontextmanager
-    async def connect(cls, path: str, *, synchronous: Synchronous = "normal") -> AsyncIterator[SqliteCheckpointer]:
-        """Open `path` (or ":memory:") and close it on exit. The tables are created by
-        `setup()` or, failing that, by the first call."""
+    async def from_conn_string(  # type: ignore[override]
+        cls, conn_string: str, *, synchronous: Synchronous = "normal"
+    ) -> AsyncIterator[SqliteCheckpointer]:
         # `timeout`: how long a commit waits for another process's write transaction.
-        conn = sqlite3.connect(path, check_same_thread=False, timeout=30.0)
-        saver = cls(conn, synchronous=synchronous)
-        try:
-            yield saver
-        finally:
-            saver._thread.shutdown(wait=True)
-            conn.close()
-
-    def get_next_version(self, current: Any, channel: Any) -> Any:
-        return self._sqlite.get_next_version(current, channel)  # the stock savers' string versions
+        async with aiosqlite.connect(conn_string, timeout=30.0) as conn:
+            yield cls(conn, synchronous=synchronous)
 
     async def setup(self) -> None:
-        await self._run(self._with_lock, self._sqlite.setup)
+        if self.is_setup:
+            return
+        await super().setup()
+        async with self.lock:  # a connection setting: every commit from here on
+            await self.conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
 
-    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, partial(fn, *args, **kwargs))
-
-    def _with_lock(self, fn: Callable[..., T], *args: Any) -> T:
-        with self._sqlite.lock:
-            return fn(*args)
-
-    # -- writing: encode here, store on the thread -------------------------------------
-
-    def _checkpoint_row(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
-    ) -> tuple[RunnableConfig, tuple[Any, ...]]:
+    async def aput(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+    ) -> RunnableConfig:
+        if not self.is_setup:
+            await self.setup()
         conf = config["configurable"]
         thread_id, checkpoint_ns = conf["thread_id"], conf["checkpoint_ns"]
         type_, blob = self.serde.dumps_typed(checkpoint)
         meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
         row = (str(thread_id), checkpoint_ns, checkpoint["id"], conf.get("checkpoint_id"), type_, blob, meta)
-        saved: RunnableConfig = {
-            "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}
-        }
-        return saved, row
+        async with self.lock:
+            await on_connection_thread(self.conn, _store, _PUT, (row,))
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}}
 
-    def _write_rows(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
-    ) -> tuple[str, list[tuple[Any, ...]]]:
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        if not self.is_setup:
+            await self.setup()
         conf = config["configurable"]
         key = (str(conf["thread_id"]), str(conf["checkpoint_ns"]), str(conf["checkpoint_id"]), task_id, task_path)
         rows = [
@@ -131,104 +135,34 @@ class SqliteCheckpointer(BaseCheckpointSaver[str]):
             for idx, (channel, value) in enumerate(writes)
         ]
         verb = "REPLACE" if all(channel in WRITES_IDX_MAP for channel, _ in writes) else "IGNORE"
-        return _PUT_WRITES.format(verb=verb), rows
-
-    def _store(self, query: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        with self._sqlite.cursor() as cur:  # takes the lock, commits on exit
-            cur.executemany(query, rows)
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        saved, row = self._checkpoint_row(config, checkpoint, metadata)
-        await self._run(self._store, _PUT, (row,))
-        return saved
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        saved, row = self._checkpoint_row(config, checkpoint, metadata)
-        self._store(_PUT, (row,))
-        return saved
-
-    async def aput_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
-    ) -> None:
-        await self._run(self._store, *self._write_rows(config, writes, task_id, task_path))
-
-    def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
-    ) -> None:
-        self._store(*self._write_rows(config, writes, task_id, task_path))
-
-    # -- reading and the rest: LangGraph's sync saver, on the thread ---------------------
+        async with self.lock:
+            await on_connection_thread(self.conn, _store, _PUT_WRITES.format(verb=verb), rows)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._run(self._sqlite.get_tuple, config)
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._sqlite.get_tuple(config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        found = await self._run(lambda: list(self._sqlite.list(config, filter=filter, before=before, limit=limit)))
-        for item in found:
-            yield item
-
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        return self._sqlite.list(config, filter=filter, before=before, limit=limit)
-
-    async def aget_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        return await self._run(partial(self._sqlite.get_delta_channel_history, config=config, channels=channels))
-
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        return self._sqlite.get_delta_channel_history(config=config, channels=channels)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await self._run(self._sqlite.delete_thread, thread_id)
-
-    def delete_thread(self, thread_id: str) -> None:
-        self._sqlite.delete_thread(thread_id)
-
-    async def adelete_for_runs(self, run_ids: Any) -> None:
-        await self._run(self._sqlite.delete_for_runs, run_ids)
-
-    def delete_for_runs(self, run_ids: Any) -> None:
-        self._sqlite.delete_for_runs(run_ids)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._run(self._sqlite.copy_thread, source_thread_id, target_thread_id)
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._sqlite.copy_thread(source_thread_id, target_thread_id)
-
-    async def aprune(self, thread_ids: Any, *, strategy: str = "keep_latest") -> None:
-        await self._run(partial(self._sqlite.prune, thread_ids, strategy=strategy))
-
-    def prune(self, thread_ids: Any, *, strategy: str = "keep_latest") -> None:
-        self._sqlite.prune(thread_ids, strategy=strategy)
+        if not self.is_setup:
+            await self.setup()
+        conf = config["configurable"]
+        checkpoint_ns = conf.get("checkpoint_ns", "")
+        checkpoint_id = get_checkpoint_id(config)
+        writes_sql = pending_writes_sql(getattr(self, "_has_task_path", True))
+        async with self.lock:
+            found = await on_connection_thread(
+                self.conn, _load, str(conf["thread_id"]), checkpoint_ns, checkpoint_id, writes_sql
+            )
+        if found is None:
+            return None
+        (thread_id, found_id, parent_id, type_, blob, meta), writes = found
+        if not checkpoint_id:
+            config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": found_id}}
+        parent: RunnableConfig | None = (
+            {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": parent_id}}
+            if parent_id
+            else None
+        )
+        return CheckpointTuple(
+            config,
+            self.serde.loads_typed((type_, blob)),
+            json.loads(meta) if meta is not None else {},
+            parent,
+            load_pending_writes(writes, self.serde),
+        )

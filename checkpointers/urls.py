@@ -124,7 +124,7 @@ async def open_storage(
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
     target = str(Path(path).expanduser()) if path != ":memory:" else path
     saver_class: Any = with_delta_cache(SqliteCheckpointer, compact_versions=True)
-    sqlite = await stack.enter_async_context(saver_class.connect(target, synchronous=sqlite_synchronous))
+    sqlite = await stack.enter_async_context(saver_class.from_conn_string(target, synchronous=sqlite_synchronous))
     sqlite_store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(target))
     # Concurrent first starts race in `PRAGMA journal_mode=WAL` and CREATE TABLE
     # ("database is locked"): one process at a time sets up.

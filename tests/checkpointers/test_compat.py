@@ -75,3 +75,22 @@ def test_installed_langgraph_is_a_tested_minor_version() -> None:
     # pyproject pins these; a resolver that ignores the pin would otherwise run untested code
     assert version("langgraph").startswith("1.2."), version("langgraph")
     assert version("langgraph-checkpoint").startswith("4.3."), version("langgraph-checkpoint")
+
+
+async def test_on_connection_thread_runs_one_job_in_order_with_the_connection(tmp_path) -> None:
+    import threading
+
+    import aiosqlite
+
+    async with aiosqlite.connect(tmp_path / "c.db") as conn:
+        await conn.execute("CREATE TABLE t (v INTEGER)")
+
+        def job(raw: Any, value: int) -> int:
+            raw.execute("INSERT INTO t VALUES (?)", (value,))
+            raw.commit()
+            return threading.get_ident()
+
+        ident = await compat.on_connection_thread(conn, job, 7)
+        assert ident != threading.get_ident()
+        async with conn.execute("SELECT v FROM t") as cur:
+            assert await cur.fetchall() == [(7,)]

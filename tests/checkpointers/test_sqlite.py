@@ -1,4 +1,4 @@
-"""The sqlite checkpointer: LangGraph's tables and rows, one call per thread hop."""
+"""The sqlite checkpointer: LangGraph's `AsyncSqliteSaver`, one trip to sqlite per call."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _graph() -> StateGraph:
 async def test_a_graph_pauses_and_resumes_and_lists_its_history(tmp_path) -> None:
     path = str(tmp_path / "g.db")
     config = {"configurable": {"thread_id": "t"}}
-    async with SqliteCheckpointer.connect(path) as saver:
+    async with SqliteCheckpointer.from_conn_string(path) as saver:
         await saver.setup()
         graph = _graph().compile(checkpointer=saver)
         paused = await graph.ainvoke({"log": []}, config)
@@ -63,13 +63,13 @@ async def test_a_graph_pauses_and_resumes_and_lists_its_history(tmp_path) -> Non
 async def test_rows_are_langgraphs_so_the_stock_savers_read_them(tmp_path) -> None:
     path = str(tmp_path / "g.db")
     config = {"configurable": {"thread_id": "t"}}
-    async with SqliteCheckpointer.connect(path) as saver:
+    async with SqliteCheckpointer.from_conn_string(path) as saver:
         await _graph().compile(checkpointer=saver).ainvoke({"log": []}, config)
     async with AsyncSqliteSaver.from_conn_string(path) as stock:
         graph = _graph().compile(checkpointer=stock)
         assert (await graph.aget_state(config)).next == ("ask",)
         await graph.ainvoke(Command(resume="a"), config)  # the stock saver carries on
-    async with SqliteCheckpointer.connect(path) as saver:
+    async with SqliteCheckpointer.from_conn_string(path) as saver:
         state = await _graph().compile(checkpointer=saver).aget_state(config)
         assert state.values["log"] == ["first", "answer a"] and state.next == ()
     with SqliteSaver.from_conn_string(path) as sync_stock:
@@ -78,7 +78,7 @@ async def test_rows_are_langgraphs_so_the_stock_savers_read_them(tmp_path) -> No
 
 async def test_values_are_encoded_when_the_call_is_made(tmp_path) -> None:
     """A value changed after `aput_writes` returns control is stored as it was."""
-    async with SqliteCheckpointer.connect(str(tmp_path / "g.db")) as saver:
+    async with SqliteCheckpointer.from_conn_string(str(tmp_path / "g.db")) as saver:
         await saver.setup()
         config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
         graph = _graph().compile(checkpointer=saver)
@@ -96,7 +96,7 @@ async def test_values_are_encoded_when_the_call_is_made(tmp_path) -> None:
 async def test_sync_methods_serve_a_graph_run_with_invoke(tmp_path) -> None:
     path = str(tmp_path / "g.db")
     config = {"configurable": {"thread_id": "s"}}
-    async with SqliteCheckpointer.connect(path) as saver:
+    async with SqliteCheckpointer.from_conn_string(path) as saver:
         graph = _graph().compile(checkpointer=saver)
 
         def run() -> Any:
@@ -108,7 +108,7 @@ async def test_sync_methods_serve_a_graph_run_with_invoke(tmp_path) -> None:
         worker.start()
         await asyncio.to_thread(worker.join)
         assert out[0]["log"] == ["first", "answer c"]
-        assert len(list(saver.list(config))) == 4
+        assert len(await asyncio.to_thread(lambda: list(saver.list(config)))) == 4
         assert (await saver.aget_tuple(config)).checkpoint["channel_values"]["log"] == ["first", "answer c"]
 
 
@@ -125,9 +125,9 @@ async def test_memory_commits_with_the_synchronous_setting_asked_for(tmp_path, s
     try:
         assert (await parent.generate("hi", memory={"thread": "t"})).text == "done"
         saver = await memory.checkpointer()
-        assert isinstance(saver, SqliteCheckpointer) and saver.synchronous == setting
-        conn = saver._sqlite.conn  # the checkpoint connection's own setting
-        assert await asyncio.to_thread(lambda: conn.execute("PRAGMA synchronous").fetchone()[0]) == pragma
+        assert isinstance(saver, SqliteCheckpointer) and isinstance(saver, AsyncSqliteSaver)
+        async with saver.conn.execute("PRAGMA synchronous") as cur:  # the checkpoint connection's own setting
+            assert (await cur.fetchone())[0] == pragma
         assert [m.content for m in await memory.get_messages("t")][-1] == "done"
     finally:
         await memory.aclose()
