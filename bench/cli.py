@@ -19,6 +19,7 @@ from bench.concurrency import ConcurrencySpec, concurrency
 from bench.contenders import CONTENDERS
 from bench.guard import measure as measure_guard
 from bench.guard import write as write_guard
+from bench.mastra_peer import mastra_timing
 from bench.peers import peer_timing
 from bench.profiling import profile_ours
 from bench.report import Results, machine_info, render, write_chart
@@ -160,7 +161,10 @@ async def _run(cfg: Config, skip: frozenset[str]) -> Results:
     if "peers" not in skip and not cfg.quick:
 
         async def peers_step() -> None:
-            results.peers = await peer_timing(cfg.kinds, cfg.delegations, max(cfg.iterations // 2, 2), cfg.warmup, cfg.workdir)
+            runs = max(cfg.iterations // 2, 2)
+            results.peers = await peer_timing(cfg.kinds, cfg.delegations, runs, cfg.warmup, cfg.workdir)
+            # After the Python peers, not beside them: its own Node process would share the cores.
+            results.mastra = await mastra_timing(cfg.kinds, cfg.delegations, runs, cfg.warmup, cfg.workdir)
 
         steps.append((f"peers: every framework a user might pick instead ({max(cfg.iterations // 2, 2)} runs per cell)", peers_step))
     if "guard" not in skip:

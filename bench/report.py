@@ -17,6 +17,7 @@ from bench.agui import AguiResult
 from bench.concurrency import ConcurrencyRun
 from bench.contenders import CONTENDERS
 from bench.guard import TOLERANCE, GuardCheck
+from bench.mastra_peer import MastraResult
 from bench.profiling import Profile, format_profile
 from bench.savers import Counts
 from bench.scenarios import Config, ContextGrowth, Conversation, ConversationRun, TimingCell, WriteCount
@@ -64,6 +65,7 @@ class Results:
     scaleout: ScaleoutResult | None = None
     working_memory: list[WorkingMemoryCell] = field(default_factory=list)
     peers: dict[str, Any] | None = None
+    mastra: MastraResult | None = None
     guard: list[GuardCheck] = field(default_factory=list)
     elapsed: float = 0.0
 
@@ -916,7 +918,41 @@ def _peers(r: Results) -> list[str]:
     lines += _table(header, rows, numeric=False)
     if r.peers.get("missing"):
         lines += ["", f"Not installed, so not measured: {', '.join(r.peers['missing'])}."]
-    return lines
+    return lines + _mastra(r, {key: median(samples["ours"]) for key, samples in cells.items()})
+
+
+def _mastra(r: Results, ours: dict[tuple[str, int], float]) -> list[str]:
+    m = r.mastra
+    if m is None:
+        return []
+    lines = ["", "### Mastra (Node, its own process)", ""]
+    if m.unavailable:
+        return lines + [f"**Not measured: {m.unavailable}.** Mastra is optional (it needs Node.js and npm)."]
+    versions = ", ".join(f"{k} {v}" for k, v in m.versions.items())
+    lines += [
+        f"`bench/mastra/bench.mjs` ({versions}): Mastra's own `agents: {{...}}` subagents on `ai/test`'s "
+        "`MockLanguageModelV4`, `Memory` on `InMemoryStore` (memory) or `LibSQLStore` on a file (sqlite), every run "
+        "checked the same way. It runs after the Python contenders, not interleaved with them. Each runtime's "
+        f"baseline is 3 raw calls of its scripted model with no framework: Node {_ms(m.node_base)} ms, Python "
+        f"{_ms(m.python_base)} ms (LangChain's `ainvoke` on `ScriptedChatModel`). *overhead ratio*: (ours - Python "
+        "baseline) / (Mastra - Node baseline), so neither side is charged for its model mock. Not part of the "
+        "<= 0.8x target, which is for the Python peers.",
+        "",
+    ]
+    rows = []
+    for (kind, n), samples in m.cells.items():
+        mastra = median(samples)
+        mine = ours.get((kind, n))
+        rows.append(
+            [
+                f"{kind} N={n}",
+                _ms(mastra),
+                _ms(mine) if mine is not None else "-",
+                _x(ratio(mine, mastra)) if mine is not None else "-",
+                _x(ratio(mine - m.python_base, mastra - m.node_base)) if mine is not None else "-",
+            ]
+        )
+    return lines + _table(["Cell", "Mastra median", "ours median", "ours / Mastra", "overhead ratio"], rows, numeric=False)
 
 
 def _guard(r: Results) -> list[str]:
