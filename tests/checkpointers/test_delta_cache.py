@@ -91,3 +91,21 @@ async def test_compact_versions_on_sqlite_and_memory(tmp_path) -> None:
         assert versions and all(isinstance(v, int) for v in versions.values())
         assert len(await memory.get_messages("v")) == 10
         await memory.aclose()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_load_replays_only_the_writes_since_the_last_one(tmp_path, kind: str) -> None:
+    memory = Memory(storage=":memory:" if kind == "memory" else f"file:{tmp_path / 'f.db'}")
+    parent = agent(memory)
+    saver = await memory.checkpointer()
+    for turn in range(8):
+        await parent.generate(f"turn {turn}", memory={"thread": "f"})
+    tup = await saver.aget_tuple({"configurable": {"thread_id": "f", "checkpoint_ns": ""}})
+    history = (await saver.aget_delta_channel_history(config=tup.config, channels=["messages"]))["messages"]
+    # the earlier turns arrive folded into one value by the channel's reducer, not as writes
+    assert len(history["seed"]) >= 5 * 7 and len(history["writes"]) <= 3
+    # the caller gets its own list: changing it leaves the next load as it was
+    history["seed"].clear()
+    assert len(await memory.get_messages("f")) == 5 * 8
+    assert [m.content for m in await memory.get_messages("f")][-1].startswith("answer")
+    await memory.aclose()
