@@ -262,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out or BENCH_DIR / ("RESULTS.quick.md" if args.quick else "RESULTS.md")
     chart = out.parent / ("results.quick.png" if args.quick else "results.png")
     warnings.filterwarnings("ignore", category=DeprecationWarning)
+    # deepagents' subagent tool has a compiled graph as a pydantic default: one warning per schema
+    warnings.filterwarnings("ignore", message="Default value <langgraph.graph.state.CompiledStateGraph")
     with tempfile.TemporaryDirectory(prefix="supervisor-graph-bench-") as tmp:
         cfg = _config(args, Path(tmp))
         results = asyncio.run(_run(cfg, args.skip))

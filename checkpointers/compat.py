@@ -13,6 +13,9 @@ module, so an upgrade that changes one of them breaks here, in one place, and
   history cache in `delta_cache.py` overrides): messages stored as deltas, so storage
   grows linearly with a conversation. LangGraph marks them beta.
 - `INTERRUPT_WRITE`: the pending-write channel naming an interrupt.
+- `is_overwrite` and `DeltaSnapshot`: how a channel write resets a channel
+  (`Overwrite` or its dict form) and the stored snapshot of a `DeltaChannel`, so the
+  history cache can fold a replay into a seed exactly as the channel would.
 - `on_connection_thread`: one job on an aiosqlite connection's own thread (aiosqlite's
   `Connection._execute` and `_conn`), so the sqlite checkpointer stores or loads a
   checkpoint in one trip instead of three to six (`sqlite.py`).
@@ -30,12 +33,16 @@ from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER
+from langgraph.channels.binop import _get_overwrite
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import WRITES_IDX_MAP, DeltaChannelHistory
+from langgraph.checkpoint.serde.types import _DeltaSnapshot as DeltaSnapshot
 from langgraph.pregel._read import ChannelRead
 
 __all__ = [
     "INTERRUPT_WRITE",
+    "DeltaSnapshot",
+    "is_overwrite",
     "on_connection_thread",
     "WRITES_IDX_MAP",
     "DeltaChannel",
@@ -50,6 +57,11 @@ __all__ = [
 INTERRUPT_WRITE = "__interrupt__"
 
 T = TypeVar("T")
+
+
+def is_overwrite(value: Any) -> bool:
+    """Whether a channel write replaces the channel's value instead of reducing into it."""
+    return bool(_get_overwrite(value)[0])
 
 
 async def on_connection_thread(conn: Any, fn: Callable[..., T], *args: Any) -> T:

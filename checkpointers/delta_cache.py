@@ -9,7 +9,10 @@ Stored checkpoints and their writes never change. The cache therefore remembers,
 the checkpoints this process itself stored (`aput` / `aput_writes` see the values
 before they are encoded), their parent and their writes to the delta channels, plus the
 history last computed for each thread. Loading the next turn walks only the few
-checkpoints written since then, in memory. Anything the cache has not seen (another
+checkpoints written since then, in memory. For a channel whose reducer is registered
+(`DELTA_REDUCERS`, filled by the state module that declares the channel), that history
+is kept folded into one seed value, the channel's value at that checkpoint, so a load
+replays only the writes since the last one instead of the whole conversation. Anything the cache has not seen (another
 process, a fork from an old checkpoint) falls back to the saver's own walk, so results
 are always those the saver would give.
 """
@@ -17,16 +20,21 @@ are always those the saver would give.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, PendingWrite
 
-from supervisor_graph.checkpointers.compat import WRITES_IDX_MAP, DeltaChannelHistory
+from supervisor_graph.checkpointers.compat import WRITES_IDX_MAP, DeltaChannelHistory, DeltaSnapshot, is_overwrite
 
-__all__ = ["DeltaHistoryCache", "with_delta_cache"]
+__all__ = ["DELTA_REDUCERS", "DeltaHistoryCache", "with_delta_cache"]
+
+# channel -> the reducer of its `DeltaChannel`, called as the channel's replay calls it:
+# `reducer(value, [write values])`. The layer that declares the state registers it (this
+# one must not import it); a channel without one keeps its history as writes.
+DELTA_REDUCERS: dict[str, Callable[[Any, list[Any]], Any]] = {}
 
 
 _UNKNOWN = "\x00unknown"  # parent of a checkpoint whose writes arrived before it
@@ -136,7 +144,7 @@ class DeltaHistoryCache:
                     if write[1] in self.delta_channels:
                         node.writes[("", "", len(node.writes))] = write  # keep the saver's order
         assert node is not None
-        node.history = result
+        node.history = result = {ch: _fold(ch, h) for ch, h in result.items()}
         self._prune(thread, node)
         self._evict(key)
         return {ch: _copy(h) for ch, h in result.items()}
@@ -178,7 +186,7 @@ class DeltaHistoryCache:
             if ancestor is None:
                 break
             cursor = ancestor.parent
-        history = sum(len(h["writes"]) for n in thread.nodes.values() if n.history for h in n.history.values())
+        history = sum(_size(h) for n in thread.nodes.values() if n.history for h in n.history.values())
         thread.size = history + sum(len(n.writes) for n in thread.nodes.values())
 
     def _evict(self, keep: str) -> None:
@@ -195,8 +203,28 @@ class DeltaHistoryCache:
 def _copy(history: DeltaChannelHistory) -> DeltaChannelHistory:
     out: DeltaChannelHistory = {"writes": list(history["writes"])}
     if "seed" in history:
-        out["seed"] = history["seed"]
+        seed = history["seed"]
+        # the channel may hand its value to a node as is: never let it share the cache's list
+        out["seed"] = list(seed) if isinstance(seed, list) else seed
     return out
+
+
+def _fold(channel: str, history: DeltaChannelHistory) -> DeltaChannelHistory:
+    """The history as one seed, the value the channel's replay would compute from it
+    (one reducer call over the writes, as `DeltaChannel.replay_writes` makes)."""
+    reducer = DELTA_REDUCERS.get(channel)
+    writes = history["writes"]
+    if reducer is None or not writes or any(is_overwrite(w[2]) for w in writes):
+        return history
+    seed = history.get("seed")
+    base = seed.value if isinstance(seed, DeltaSnapshot) else seed
+    return {"seed": reducer([] if base is None else base, [w[2] for w in writes]), "writes": []}
+
+
+def _size(history: DeltaChannelHistory) -> int:
+    """Cache budget units: writes, and the items of a folded seed."""
+    seed = history.get("seed")
+    return len(history["writes"]) + (len(seed) if isinstance(seed, list) else 0)
 
 
 def with_delta_cache(cls: type[BaseCheckpointSaver], *, compact_versions: bool = False) -> type[BaseCheckpointSaver]:

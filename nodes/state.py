@@ -12,6 +12,7 @@ and resume and under LangGraph Studio, where callers send only `messages`.
 from __future__ import annotations
 
 import uuid
+from operator import attrgetter
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -21,6 +22,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from supervisor_graph.checkpointers.compat import DeltaChannel
+from supervisor_graph.checkpointers.delta_cache import DELTA_REDUCERS
 
 __all__ = [
     "FEEDBACK_MARK",
@@ -41,6 +43,9 @@ __all__ = [
 FEEDBACK_MARK = "supervisor_graph_feedback"
 
 
+_ID = attrgetter("id")
+
+
 def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> list[AnyMessage]:
     """`add_messages` over every batch of a step (or of a thread's replay) at once.
 
@@ -59,7 +64,7 @@ def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> l
             if message.id is None:
                 message.id = str(uuid.uuid4())
         ids = {m.id for m in flat}
-        if len(ids) == len(flat) and ids.isdisjoint([m.id for m in current]):
+        if len(ids) == len(flat) and ids.isdisjoint(map(_ID, current)):
             return [*current, *flat]
     return add_messages(current, flat)  # type: ignore[arg-type,return-value]
 
@@ -77,6 +82,9 @@ def _either(current: bool | None, more: bool | None) -> bool:
 # quadratically; loading replays the writes since the last copy, which this process's
 # history cache (checkpointers.delta_cache) mostly spares.
 SNAPSHOT_EVERY = 1000
+# The history cache folds the messages a thread has replayed into one value with the
+# channel's own reducer, so a turn replays only what was written since the last one.
+DELTA_REDUCERS["messages"] = _add_message_batches
 
 
 class SupervisorInput(TypedDict):
