@@ -12,8 +12,8 @@ and resume and under LangGraph Studio, where callers send only `messages`.
 from __future__ import annotations
 
 import uuid
-from operator import attrgetter
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
