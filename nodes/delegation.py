@@ -25,6 +25,7 @@ from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.prefix_cache import PrefixCache
 from supervisor_graph.nodes.references import assign_ref, ref_line
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, DelegationTask, complete_node, last_turn, unanswered
 from supervisor_graph.nodes.scope import run_scope
@@ -276,9 +277,22 @@ def failure_text(agent_id: str) -> str:
 # -- the subagent's view of the parent's conversation ---------------------------------
 
 
+# each conversation's view so far: a delegation late in a long conversation then only
+# looks at the messages since the previous one
+_VIEWS: PrefixCache[list[BaseMessage]] = PrefixCache()
+
+
 def model_view(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """The parent's conversation as model context for a subagent (SPEC §8): tool calls,
     tool results and empty messages are dropped."""
+    hit = _VIEWS.get(messages)
+    start, done = hit if hit is not None else (0, [])
+    out = [*done, *_view(messages[start:])]
+    _VIEWS.put(messages, len(messages), out)
+    return list(out)
+
+
+def _view(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     out: list[BaseMessage] = []
     for message in messages:
         if isinstance(message, ToolMessage):

@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
@@ -54,7 +55,7 @@ def can_run_directly(spec: AgentSpec, opts: RunOptions, handle: RunHandle, per_p
     )
 
 
-async def _call(model: Any, messages: list[BaseMessage], config: RunnableConfig, policy: RetryPolicy | None, agent_id: str) -> Any:
+async def _call(model: Any, messages: ChatPromptValue, config: RunnableConfig, policy: RetryPolicy | None, agent_id: str) -> Any:
     attempt = 0
     while True:
         attempt += 1

@@ -23,6 +23,7 @@ from typing_extensions import TypedDict
 
 from supervisor_graph.checkpointers.compat import DeltaChannel
 from supervisor_graph.checkpointers.delta_cache import DELTA_REDUCERS
+from supervisor_graph.nodes.prefix_cache import PrefixCache
 
 __all__ = [
     "FEEDBACK_MARK",
@@ -44,6 +45,20 @@ FEEDBACK_MARK = "supervisor_graph_feedback"
 
 
 _ID = attrgetter("id")
+# ids of each conversation's messages, extended as it grows: the append check would
+# otherwise read every id of the conversation at every step
+_IDS: PrefixCache[set[Any]] = PrefixCache()
+
+
+def _ids_of(messages: list[AnyMessage]) -> set[Any]:
+    """The ids in `messages`, a set the caller may extend (it owns it from now on)."""
+    hit = _IDS.get(messages)
+    if hit is None:
+        return set(map(_ID, messages))
+    n, known = hit
+    if n < len(messages):
+        known.update(map(_ID, messages[n:]))
+    return known
 
 
 def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> list[AnyMessage]:
@@ -64,8 +79,13 @@ def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> l
             if message.id is None:
                 message.id = str(uuid.uuid4())
         ids = {m.id for m in flat}
-        if len(ids) == len(flat) and ids.isdisjoint(map(_ID, current)):
-            return [*current, *flat]
+        if len(ids) == len(flat):
+            known = _ids_of(current)
+            if known.isdisjoint(ids):
+                merged = [*current, *flat]
+                known.update(ids)
+                _IDS.put(merged, len(merged), known)
+                return merged
     return add_messages(current, flat)  # type: ignore[arg-type,return-value]
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END
@@ -18,6 +19,7 @@ from langgraph.types import Command, Overwrite
 from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.prefix_cache import PrefixCache
 from supervisor_graph.nodes.routing import (
     ITERATION_NODE,
     SUPERVISOR_NODE,
@@ -81,12 +83,38 @@ def free_updates(spec: AgentSpec, opts: RunOptions) -> int:
     return opts.max_steps + 2 if spec.working_memory is not None else 0
 
 
-def model_input(system: str, context: Sequence[BaseMessage], messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+# each conversation's model input so far (without system prompt and context), so that a
+# model call late in a long conversation only orders the messages since the last call
+_INPUTS: PrefixCache[list[BaseMessage]] = PrefixCache()
+
+
+def model_input(system: str, context: Sequence[BaseMessage], messages: Sequence[BaseMessage]) -> ChatPromptValue:
     """System prompt, read-only context, then the conversation with every parallel
-    turn's tool results in the order the model called the tools."""
-    out: list[BaseMessage] = [SystemMessage(content=system)] if system else []
-    out.extend(context)
-    i, n = 0, len(messages)
+    turn's tool results in the order the model called the tools.
+
+    A prompt value, which chat models take as it is: a list would be converted and
+    validated message by message again on every call."""
+    hit = _INPUTS.get(messages)
+    start, done = hit if hit is not None else (0, [])
+    if start < len(messages) and isinstance(messages[start], ToolMessage):
+        start, done = 0, []  # another branch of the conversation: a turn may span the cut
+    conversation = [*done, *_in_call_order(messages, start)]
+    # the cache covers up to the last message that is not a tool result, so that a
+    # parallel turn whose results are still arriving is ordered again next time
+    cut = len(messages) - 1
+    while cut > 0 and isinstance(messages[cut], ToolMessage):
+        cut -= 1
+    if cut > 0:
+        _INPUTS.put(messages, cut, conversation[:cut])
+    head: list[BaseMessage] = [SystemMessage(content=system)] if system else []
+    return ChatPromptValue.model_construct(messages=[*head, *context, *conversation])
+
+
+def _in_call_order(messages: Sequence[BaseMessage], start: int) -> list[BaseMessage]:
+    """`messages[start:]` with each parallel turn's tool results in call order
+    (`messages[start]` is not a tool result)."""
+    out: list[BaseMessage] = []
+    i, n = start, len(messages)
     while i < n:
         message = messages[i]
         out.append(message)
