@@ -47,7 +47,7 @@ class PrefixCache(Generic[T]):
             return None
         covered, value = entry
         n = len(covered)
-        if n > len(messages) or covered[0] is not messages[0]:
+        if n > len(messages):
             return None
         head = messages[:n]
         if (head if isinstance(head, list) else list(head)) != covered:
