@@ -1,15 +1,27 @@
-"""A subagent that cannot pause, run inside its parent's subagent node (issue 17).
+"""A subagent run inside its parent's subagent node (SPEC §23, issue 23).
 
-A subagent with no tools, no subagents of its own, no working memory and no per-run
-hooks can only answer: it never interrupts. Under the run facade (which attributes
-chunks itself; LangGraph Studio and embedding apps read LangGraph's own subgraph
-streams, so there it still runs as a subgraph), Running it as a LangGraph subgraph costs a
-second Pregel loop and three checkpoints (input, start, its one step); here its model is
-called in the parent's node, and its delegation thread is written in one checkpoint
+A LangGraph subgraph per delegation costs a second Pregel loop and a checkpoint per
+step of the subagent (7 per delegation whose worker calls one tool). A *leaf* subagent
+(no subagents, no working memory, no background tasks, no per-run iteration hooks or
+scorers) instead runs its model/tool loop here, in the node that the parent's `Send`
+started, whoever drives the graph (the run facade, `graph.ainvoke` / `astream`, Studio,
+`langgraph dev`, Aegra). Its delegation thread is written in one checkpoint at the end
 (`aupdate_state` on the subagent's graph, in the delegation's namespace), so
-`get_messages(sub_agent_thread_id)`, `list_threads` and Studio's view of the delegation
-read what they read before. Its chunks carry its own agent path and the delegation's
-namespace, as the subgraph's did.
+`get_messages(sub_agent_thread_id)`, `list_threads` and `get_state` of that namespace
+read what a subgraph run left there.
+
+Pauses (approval, `suspend()`) keep LangGraph's semantics without a nested loop:
+LangGraph hands a re-run task its resume values by position (the n-th `interrupt()` of
+the task gets the n-th answer), so a task may only pause at its *first* action, before
+anything it would skip on a re-run. When a pause comes later (the usual case: after the
+subagent's model asked for the tool), the subagent's progress so far is saved in its
+delegation thread (the journal) and the node hands the delegation to a fresh task of
+itself (`Send(key, {..., "resume_ns": ...})`), which reads the journal and pauses as its
+first action. A resumed delegation therefore never calls its model again for steps it
+took, never re-runs a finished tool, and costs nothing extra when it does not pause.
+
+(`@task` calls inside the node give the same durability but cost +30-50% per run,
+measured: each call is a Pregel task whose result is written to the checkpointer.)
 """
 
 from __future__ import annotations
@@ -17,42 +29,54 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphBubbleUp
+from langchain_core.runnables.config import get_async_callback_manager_for_config, patch_config
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.runtime import Runtime
-from langgraph.types import RetryPolicy
+from langgraph.types import Command, RetryPolicy, Send
 
 from supervisor_graph.checkpointers.compat import has_checkpointer
-from supervisor_graph.nodes.delegation import DelegationRecord, record_answer, record_transcript
+from supervisor_graph.nodes.context import using_request_context
+from supervisor_graph.nodes.delegation import RUN_IDENTITY_KEYS, DelegationRecord, record_answer, record_transcript
 from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
-from supervisor_graph.nodes.routing import SUPERVISOR_NODE, error_result
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, dispatch, unanswered
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.supervisor import finish_reason_of, model_input, step_finish
+from supervisor_graph.nodes.supervisor import finish_reason_of, model_input, repair_calls, step_finish
+from supervisor_graph.nodes.tools import needs_approval, run_tool_call
 
-__all__ = ["AGENT_PATH_KEY", "NAMESPACE_KEY", "can_run_directly", "run_directly"]
+__all__ = ["AGENT_PATH_KEY", "NAMESPACE_KEY", "RESUME_NS_KEY", "can_run_directly", "run_directly"]
 
 # metadata of the model call: which agent and namespace its tokens belong to
 AGENT_PATH_KEY = "supervisor_graph_agent_path"
 NAMESPACE_KEY = "supervisor_graph_namespace"
+# in a delegation's `Send` payload: the namespace of the delegation this task continues
+RESUME_NS_KEY = "resume_ns"
 
 
-def can_run_directly(spec: AgentSpec, opts: RunOptions, handle: RunHandle, per_parent_thread: bool) -> bool:
-    """True when the subagent can only answer (nothing in it can pause the run)."""
+def can_run_directly(spec: AgentSpec, opts: RunOptions, per_parent_thread: bool) -> bool:
+    """True for a leaf subagent, whose whole loop fits in its parent's node (what it can
+    do decides, never who drives the graph)."""
     return (
-        not spec.tools
-        and not spec.delegation_schemas
+        not spec.delegation_schemas
         and spec.working_memory is None
         and spec.background is None
         and not per_parent_thread
         and opts.on_iteration_complete is None
         and opts.is_task_complete is None
     )
+
+
+@dataclass(slots=True)
+class _Pause:
+    """The loop stopped at a pause that must be the first action of a fresh task."""
 
 
 async def _call(model: Any, messages: ChatPromptValue, config: RunnableConfig, policy: RetryPolicy | None, agent_id: str) -> Any:
@@ -80,66 +104,188 @@ def _retryable(policy: RetryPolicy, exc: Exception) -> bool:
     return isinstance(exc, kinds)
 
 
+def _in_namespace(config: RunnableConfig, namespace: str) -> RunnableConfig:
+    """`config` addressing the delegation's thread (a continuation task has its own
+    checkpoint namespace; the delegation keeps the first task's)."""
+    configurable = config.get("configurable") or {}
+    if configurable.get("checkpoint_ns") == namespace:
+        return config
+    return {**config, "configurable": {**configurable, "checkpoint_ns": namespace}}
+
+
 async def run_directly(
     spec: AgentSpec,
     graph: Any,
-    prompt: str,
+    task: dict[str, Any],
     config: RunnableConfig,
     opts: RunOptions,
     handle: RunHandle,
     runtime: Runtime[Any],
     namespace: str,
     record: DelegationRecord,
-) -> None:
+    key: str,
+) -> Command[Any] | None:
     """Run the subagent's turns here and record them in `record` (a failure keeps the
-    partial transcript, as a failed subgraph run does)."""
-    emit = Emitter(runtime, handle, namespace)
-    model = await spec.resolve_model(handle.request_context, False, handle.override)
-    system = await spec.resolve_instructions(handle.request_context, handle.override)
-    history: list[BaseMessage] = [HumanMessage(content=prompt, id=str(uuid.uuid4()))]
-    model_config: RunnableConfig = {
-        **config,
-        "metadata": {**(config.get("metadata") or {}), AGENT_PATH_KEY: list(handle.agent_path), NAMESPACE_KEY: namespace},
-    }
-    reason = "max_steps"
+    partial transcript, as a failed subgraph run does). Returns the `Send` that hands
+    the delegation to a fresh task when it must pause, else None."""
+    thread_config = _in_namespace(config, namespace)
+    saved: list[BaseMessage] = []
+    if task.get(RESUME_NS_KEY):
+        state = await graph.aget_state(thread_config)
+        saved = list((state.values or {}).get("messages") or [])
+    history: list[BaseMessage] = saved[:] or [HumanMessage(content=task["prompt"], id=str(uuid.uuid4()))]
+    new_from = len(saved)
+
+    # one run named after the subagent holds its model and tool runs, as a subgraph's did
+    manager = get_async_callback_manager_for_config(config)
+    run = await manager.on_chain_start(None, {"prompt": task["prompt"]}, name=spec.agent_id)
+    child = patch_config(config, callbacks=run.get_child())
     try:
-        reason = await _turns(spec, model, system, history, model_config, opts, handle, emit)
+        outcome = await _Loop(spec, child, opts, handle, runtime, namespace, history).run(resumed=bool(saved))
+    except BaseException as exc:
+        await run.on_chain_error(exc)
+        raise
     finally:
         record_transcript(record, {"messages": history})
-    state = {"messages": history, "finish_reason": reason}
+    if isinstance(outcome, _Pause):
+        await run.on_chain_end({"paused": True})
+        # the journal: what the next task starts from (its first action is the pause)
+        await graph.aupdate_state(thread_config, {"messages": history[new_from:]}, as_node=SUPERVISOR_NODE)
+        values = handle.request_context.fork(RUN_IDENTITY_KEYS).to_dict()
+        return Command(goto=Send(key, {**task, RESUME_NS_KEY: namespace, "request_context": values}))
+    state = {"messages": history[new_from:], "finish_reason": outcome}
     if has_checkpointer(config):  # runs without a checkpointer keep nothing, as before
-        await graph.aupdate_state(config, state, as_node=SUPERVISOR_NODE)
-    record_answer(record, state)
+        await graph.aupdate_state(thread_config, state, as_node=SUPERVISOR_NODE)
+    record_answer(record, {"messages": history, "finish_reason": outcome})
+    await run.on_chain_end({"text": record.text, "finish_reason": outcome})
+    return None
 
 
-async def _turns(
-    spec: AgentSpec,
-    model: Any,
-    system: str,
-    history: list[BaseMessage],
-    model_config: RunnableConfig,
-    opts: RunOptions,
-    handle: RunHandle,
-    emit: Emitter,
-) -> str:
-    """The subagent's model turns, appended to `history`; returns its finish reason."""
-    reason = "max_steps"
-    for iteration in range(opts.max_steps):
-        if handle.abort_signal is not None and handle.abort_signal.is_set():
-            reason = "abort"
-            break
-        emit("step-start", {"iteration": iteration + 1})
-        response = await _call(model, model_input(system, handle.context_messages, history), model_config, spec.retry_policy, spec.agent_id)
-        if not isinstance(response, AIMessage):
-            raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
-        history.append(response)
-        if emit.active:
-            emit("step-finish", step_finish(response, iteration + 1))
-        if not response.tool_calls:
-            reason = finish_reason_of(response)
-            break
-        # it has no tools: each call is answered with the error the tools node would give
-        history.extend(
-            error_result(call, f"there is no tool named {call['name']!r}; available tools: none") for call in response.tool_calls
+class _Loop:
+    """The subagent's model and tool turns, appended to `history`."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        config: RunnableConfig,
+        opts: RunOptions,
+        handle: RunHandle,
+        runtime: Runtime[Any],
+        namespace: str,
+        history: list[BaseMessage],
+    ) -> None:
+        self.spec, self.config, self.opts, self.handle, self.runtime = spec, config, opts, handle, runtime
+        self.namespace = namespace
+        self.history = history
+        self.emit = Emitter(runtime, handle, namespace)
+        # Stream tokens and trace the model as the subagent's graph would: LangGraph's
+        # `messages` mode takes the graph namespace from this metadata.
+        self.model_config: RunnableConfig = {
+            **config,
+            "metadata": {
+                **(config.get("metadata") or {}),
+                AGENT_PATH_KEY: list(handle.agent_path),
+                NAMESPACE_KEY: namespace,
+                "langgraph_checkpoint_ns": f"{namespace}|{SUPERVISOR_NODE}",
+                "langgraph_node": SUPERVISOR_NODE,
+            },
+        }
+        # a pause may be raised only before this task has done anything it would skip
+        # when LangGraph runs it again
+        self.progressed = False
+
+    async def run(self, resumed: bool) -> str | _Pause:
+        using_request_context(self.handle.request_context)
+        model: Any = None
+        system = ""
+        while True:
+            open_calls = [c for c in unanswered(self.history) if c["name"] not in self.spec.client_tools]
+            if open_calls:
+                paused, bail = await self._tools(open_calls, sequential=resumed and not self.progressed)
+                if paused:
+                    return _Pause()
+                if bail:
+                    return "bail"
+            if unanswered(self.history):
+                return "tool-calls"  # only client tools are left: the caller's to run
+            iteration = sum(isinstance(m, AIMessage) for m in self.history)
+            if iteration >= self.opts.max_steps:
+                return "max_steps"
+            if self.handle.abort_signal is not None and self.handle.abort_signal.is_set():
+                return "abort"
+            if model is None:
+                model = await self.spec.resolve_model(self.handle.request_context, False, self.handle.override)
+                system = await self.spec.resolve_instructions(self.handle.request_context, self.handle.override)
+            self.emit("step-start", {"iteration": iteration + 1})
+            response = await _call(
+                model,
+                model_input(system, self.handle.context_messages, self.history),
+                self.model_config,
+                self.spec.retry_policy,
+                self.spec.agent_id,
+            )
+            self.progressed = True
+            if not isinstance(response, AIMessage):
+                raise TypeError(f"Agent {self.spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
+            response, errors = repair_calls(response)
+            if response.tool_calls:
+                _, more = dispatch(self.spec, self.opts, self.handle, response, {e.tool_call_id for e in errors})
+                errors.extend(more)
+            if self.emit.active:
+                for call in response.tool_calls:
+                    self.emit(
+                        "tool-call",
+                        {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "message_id": response.id},
+                    )
+                self.emit("step-finish", step_finish(response, iteration + 1))
+            self.history.append(response)
+            self.history.extend(errors)
+            if not response.tool_calls:
+                return finish_reason_of(response)
+
+    async def _tools(self, calls: Sequence[ToolCall], sequential: bool) -> tuple[bool, bool]:
+        """Run the turn's open calls (results appended in call order); returns (paused,
+        bail). A continuation runs them one by one, so its first pause is its first
+        `interrupt()`; otherwise they run side by side, as the tools node's `Send`s do."""
+        bail = False
+        if sequential or len(calls) == 1:
+            for call in calls:
+                if self.progressed and needs_approval(self.spec, call, self.opts.require_tool_approval):
+                    return True, bail
+                try:
+                    result, stop = await self._run(call)
+                except GraphInterrupt:
+                    if self.progressed:
+                        return True, bail
+                    raise
+                self.history.append(result)
+                self.progressed = True
+                bail = bail or stop
+            return False, bail
+        if any(needs_approval(self.spec, call, self.opts.require_tool_approval) for call in calls):
+            # approvals of a turn are asked one task at a time; nothing has run yet
+            return True, bail
+        outcomes = await asyncio.gather(*(self._run(call) for call in calls), return_exceptions=True)
+        paused = False
+        for outcome in outcomes:
+            if isinstance(outcome, GraphInterrupt):
+                paused = True  # asked again by the continuation; finished calls are kept
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                self.history.append(outcome[0])
+                bail = bail or outcome[1]
+        return paused, bail
+
+    async def _run(self, call: ToolCall) -> tuple[ToolMessage, bool]:
+        return await run_tool_call(
+            self.spec,
+            call,
+            self.config,
+            self.runtime,
+            self.handle,
+            self.opts.require_tool_approval,
+            self.namespace,
+            self.emit,
         )
-    return reason
+

@@ -39,7 +39,7 @@ from supervisor_graph.nodes.delegation import (
     record_answer,
     record_transcript,
 )
-from supervisor_graph.nodes.direct import can_run_directly, run_directly
+from supervisor_graph.nodes.direct import RESUME_NS_KEY, can_run_directly, run_directly
 from supervisor_graph.nodes.errors import log_failure, original_error
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
@@ -97,7 +97,9 @@ def make_subagent_node(
         tool_call_id = call["id"] or ""
         prompt = task["prompt"]
         configurable = config.get("configurable") or {}
-        ns = task_ns = configurable.get("checkpoint_ns", "")
+        # a continuation task (see nodes/direct.py) keeps the delegation's first namespace
+        continued = task.get(RESUME_NS_KEY)
+        ns = task_ns = continued or configurable.get("checkpoint_ns", "")
         if per_parent_thread:
             ns = stable_namespace(ns)
         # runs without memory keep nothing, so their delegations have no thread to name
@@ -121,10 +123,11 @@ def make_subagent_node(
         request_context.set(RESOURCE_ID_KEY, resource_id)
 
         emit = Emitter(runtime, handle)
-        emit(
-            "delegation-start",
-            {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": prompt, "namespace": task_ns},
-        )
+        if not continued:
+            emit(
+                "delegation-start",
+                {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": prompt, "namespace": task_ns},
+            )
         try:
             parent_messages: list[BaseMessage] = read_channel(config, "messages") or []
             chosen = await apply_message_filter(
@@ -177,8 +180,10 @@ def make_subagent_node(
                     ),
                     emit,
                 )
-            if handle.facade and can_run_directly(sub_spec, sub_opts, sub_handle, per_parent_thread):
-                await run_directly(sub_spec, graph, prompt, sub_config, sub_opts, sub_handle, runtime, task_ns, record)
+            if can_run_directly(sub_spec, sub_opts, per_parent_thread):
+                handoff = await run_directly(sub_spec, graph, task, sub_config, sub_opts, sub_handle, runtime, task_ns, record, key)
+                if handoff is not None:
+                    return handoff  # it pauses as the first action of a fresh task
             elif per_parent_thread and thread_id is not None:
                 lock = _thread_locks.get(thread_id)
                 if lock is None:

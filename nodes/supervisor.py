@@ -50,6 +50,7 @@ __all__ = [
     "iteration_of_run",
     "make_supervisor_node",
     "model_input",
+    "repair_calls",
     "route_turn",
     "step_finish",
 ]
@@ -131,7 +132,7 @@ def _in_call_order(messages: Sequence[BaseMessage], start: int) -> list[BaseMess
     return out
 
 
-def _repair_calls(ai: AIMessage) -> tuple[AIMessage, list[ToolMessage]]:
+def repair_calls(ai: AIMessage) -> tuple[AIMessage, list[ToolMessage]]:
     """The turn's tool calls made safe to run, and error results for those that cannot.
 
     Calls whose arguments were not valid JSON become regular calls with an error
@@ -259,7 +260,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
             raise ModelCallError(spec.agent_id, exc) from exc
         if not isinstance(response, AIMessage):
             raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
-        response, errors = _repair_calls(response)
+        response, errors = repair_calls(response)
         memory_update: dict[str, Any] = {}
         updates: list[tuple[ToolMessage, Any]] = []
         if spec.working_memory is not None and any(c["name"] == WORKING_MEMORY_TOOL for c in response.tool_calls):

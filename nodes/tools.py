@@ -18,7 +18,6 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
@@ -45,7 +44,9 @@ __all__ = [
     "ended_by_cancel",
     "is_cancel",
     "make_tools_node",
+    "needs_approval",
     "pause_payload",
+    "run_tool_call",
     "suspend",
     "tool_run_key",
 ]
@@ -180,71 +181,92 @@ def suspend(payload: Any = None) -> Any:
             request = {**request, "error": f"resume data does not match the resume schema: {exc.errors()[0]['msg']}"}
 
 
-def _needs_approval(tool: BaseTool, agent_wide: bool) -> bool:
-    return agent_wide or bool((tool.metadata or {}).get("require_approval"))
+def needs_approval(spec: AgentSpec, call: ToolCall | Mapping[str, Any], agent_wide: bool) -> bool:
+    """True when `call` must wait for a decision before it runs (SPEC §9)."""
+    return agent_wide or bool((spec.tools[call["name"]].metadata or {}).get("require_approval"))
+
+
+async def run_tool_call(
+    spec: AgentSpec,
+    call: ToolCall,
+    config: RunnableConfig,
+    runtime: Runtime[Any] | None,
+    handle: RunHandle,
+    agent_wide_approval: bool,
+    graph_ns: str,
+    emit: Emitter,
+) -> tuple[ToolMessage, bool]:
+    """Run one of the agent's own tool calls: ask for approval first when it needs one
+    (`interrupt()`), consume the approval durably, run the tool; returns its result and
+    whether the caller cancelled a suspended call (the agent's loop stops there).
+
+    `graph_ns` names the graph whose call this is ("" for the top-level agent, a
+    delegation's namespace for a subagent): it keys the approval journal and the pause
+    payloads, so it must be the same every time this call is asked or run.
+    """
+    tool = spec.tools[call["name"]]
+    call_id = call["id"] or ""
+    result: ToolMessage | None = None
+    bail = False
+    if needs_approval(spec, call, agent_wide_approval):
+        request = pause_payload("approval", call, handle, namespace=graph_ns)
+        while True:
+            answer = approval_answer(interrupt(request))
+            if isinstance(answer, bool):
+                break
+            request = {**request, "error": answer}
+        if not answer:
+            result = ToolMessage(content=DECLINED_TEXT, tool_call_id=call_id, name=call["name"], status="error")
+        elif runtime is not None and runtime.store is not None:
+            # consume the approval durably before the side effect: after a crash inside
+            # the tool, the call ends as "outcome unknown" instead of running again
+            thread_id = (config.get("configurable") or {}).get("thread_id")
+            if await approval_consumed(runtime.store, thread_id, graph_ns, call_id):
+                result = ToolMessage(content=INTERRUPTED_TOOL_TEXT, tool_call_id=call_id, name=call["name"], status="error")
+            else:
+                await runtime.store.aput(
+                    TOOL_RUNS_NAMESPACE,
+                    tool_run_key(thread_id, graph_ns, call_id),
+                    {"tool_name": call["name"], "run_id": handle.run_id},
+                    index=False,
+                )
+    if result is None:
+        token = _current_call.set(
+            {
+                "call": ToolCallInfo(id=call_id, name=call["name"], args=call["args"]),
+                "payload": pause_payload("suspend", call, handle, namespace=graph_ns),
+                "resume_schema": (tool.metadata or {}).get("resume_schema"),
+            }
+        )
+        try:
+            output = await tool.ainvoke({**call, "type": "tool_call"}, config)
+        except GraphBubbleUp:
+            raise
+        except _SuspendCancelled:
+            output = ToolMessage(content=CANCELLED_TEXT, tool_call_id=call_id, name=call["name"], status="error")
+            bail = True
+        except ValidationError as exc:
+            output = error_result(call, f"invalid arguments for {call['name']}: {exc.error_count()} error(s): {exc}")
+        except Exception as exc:  # noqa: BLE001 - a failing tool is a tool error the model sees
+            output = error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
+        finally:
+            _current_call.reset(token)
+        result = output if isinstance(output, ToolMessage) else ToolMessage(content=str(output), tool_call_id=call_id, name=call["name"])
+    if emit.active:
+        kind = "tool-error" if result.status == "error" else "tool-result"
+        emit(kind, {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "result": result.content})
+    return result, bail
 
 
 def make_tools_node(spec: AgentSpec) -> Any:
     async def tools(payload: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         opts, handle = run_scope(spec, config, runtime)
         using_request_context(handle.request_context)
-        emit = Emitter(runtime, handle)
-        call: ToolCall = payload["call"]
-        tool = spec.tools[call["name"]]
-        result: ToolMessage | None = None
+        # the namespace of the graph that made the call (this node's task is the last segment)
         graph_ns = str((config.get("configurable") or {}).get("checkpoint_ns", "")).rpartition("|")[0]
-        update: dict[str, Any] = {}
-        if _needs_approval(tool, opts.require_tool_approval):
-            request = pause_payload("approval", call, handle, namespace=graph_ns)
-            while True:
-                answer = approval_answer(interrupt(request))
-                if isinstance(answer, bool):
-                    break
-                request = {**request, "error": answer}
-            if not answer:
-                result = ToolMessage(content=DECLINED_TEXT, tool_call_id=call["id"] or "", name=call["name"], status="error")
-            elif runtime is not None and runtime.store is not None:
-                # consume the approval durably before the side effect: after a crash inside
-                # the tool, the call ends as "outcome unknown" instead of running again
-                thread_id = (config.get("configurable") or {}).get("thread_id")
-                if await approval_consumed(runtime.store, thread_id, graph_ns, call["id"] or ""):
-                    result = ToolMessage(
-                        content=INTERRUPTED_TOOL_TEXT, tool_call_id=call["id"] or "", name=call["name"], status="error"
-                    )
-                else:
-                    await runtime.store.aput(
-                        TOOL_RUNS_NAMESPACE,
-                        tool_run_key(thread_id, graph_ns, call["id"] or ""),
-                        {"tool_name": call["name"], "run_id": handle.run_id},
-                        index=False,
-                    )
-        if result is None:
-            token = _current_call.set(
-                {
-                    "call": ToolCallInfo(id=call["id"] or "", name=call["name"], args=call["args"]),
-                    "payload": pause_payload("suspend", call, handle, namespace=graph_ns),
-                    "resume_schema": (tool.metadata or {}).get("resume_schema"),
-                }
-            )
-            try:
-                output = await tool.ainvoke({**call, "type": "tool_call"}, config)
-            except GraphBubbleUp:
-                raise
-            except _SuspendCancelled:
-                output = ToolMessage(content=CANCELLED_TEXT, tool_call_id=call["id"] or "", name=call["name"], status="error")
-                update["bail"] = True
-            except ValidationError as exc:
-                output = error_result(call, f"invalid arguments for {call['name']}: {exc.error_count()} error(s): {exc}")
-            except Exception as exc:  # noqa: BLE001 - a failing tool is a tool error the model sees
-                output = error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
-            finally:
-                _current_call.reset(token)
-            result = output if isinstance(output, ToolMessage) else ToolMessage(
-                content=str(output), tool_call_id=call["id"] or "", name=call["name"]
-            )
-        if emit.active:
-            kind = "tool-error" if result.status == "error" else "tool-result"
-            emit(kind, {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "result": result.content})
-        return Command(update={"messages": [result], **update}, goto=SUPERVISOR_NODE)
+        result, bail = await run_tool_call(
+            spec, payload["call"], config, runtime, handle, opts.require_tool_approval, graph_ns, Emitter(runtime, handle)
+        )
+        return Command(update={"messages": [result], **({"bail": True} if bail else {})}, goto=SUPERVISOR_NODE)
 
     return tools

@@ -94,14 +94,17 @@ async def test_nested_namespaces_reach_the_outer_stream() -> None:
     namespaces = set()
     custom = []
     async for ns, mode, data in app.astream(
-        {"messages": [HumanMessage("Research owls")]}, stream_mode=["updates", "custom"], subgraphs=True
+        {"messages": [HumanMessage("Research owls")]}, stream_mode=["updates", "custom", "messages"], subgraphs=True
     ):
-        namespaces.add(tuple(part.split(":")[0] for part in ns))
+        namespaces.add((mode, tuple(part.split(":")[0] for part in ns)))
         if mode == "custom":
-            custom.append((data["type"], tuple(data["agent_path"])))
-    assert {("team",), ("team", "research_agent"), ("team", "writing_agent")} <= namespaces
-    assert ("delegation-start", ("parent-agent",)) in custom
-    assert ("step-finish", ("parent-agent", "writing-agent")) in custom
+            custom.append((data["type"], tuple(data["agent_path"]), data.get("namespace", "").split("|")[-1].split(":")[0]))
+    assert ("updates", ("team",)) in namespaces
+    # leaf subagents run inside their delegation's node (SPEC §23): their tokens keep the
+    # delegation's namespace, their events name it
+    assert {("messages", ("team", "research_agent")), ("messages", ("team", "writing_agent"))} <= namespaces
+    assert ("delegation-start", ("parent-agent",), "") in custom
+    assert ("step-finish", ("parent-agent", "writing-agent"), "writing_agent") in custom
 
 
 # -- as a tool of a plain LangChain agent -----------------------------------------
@@ -230,9 +233,7 @@ async def test_stream_modes_updates_messages_custom_with_subgraphs() -> None:
     assert updates == {
         # the third turn notes the topic in working memory: answered in the same step
         "parent": ["supervisor", "research_agent", "supervisor", "writing_agent", "supervisor", "supervisor"],
-        "research_agent": ["supervisor"],
-        "writing_agent": ["supervisor"],
-    }
+    }  # leaf subagents run inside their delegation's node: no steps of their own (SPEC §23)
     assert text["research_agent"].startswith("- What it is: owls")  # subagent tokens, attributed by namespace
     assert text["writing_agent"].startswith("# Owls: what we know")
     assert text["parent"].startswith("Here is your article on owls.")
