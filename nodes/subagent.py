@@ -114,6 +114,9 @@ def make_subagent_node(
             sub_agent_resource_id=resource_id,
             usage=zero_usage(),
         )
+        # a continuation in the same run already announced the delegation; a resumed run
+        # announces it again, as a subgraph's re-run node did
+        announce = not continued or tool_call_id not in handle.delegations
         handle.delegations[tool_call_id] = record
 
         values = task.get("request_context")
@@ -123,7 +126,7 @@ def make_subagent_node(
         request_context.set(RESOURCE_ID_KEY, resource_id)
 
         emit = Emitter(runtime, handle)
-        if not continued:
+        if announce:
             emit(
                 "delegation-start",
                 {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": prompt, "namespace": task_ns},
