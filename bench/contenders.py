@@ -34,6 +34,7 @@ FINAL_ANSWER = "done"
 PROMPT = "do it"
 RESOURCE = "bench"
 RECURSION_LIMIT = 10_000
+TOOL_NAME = "lookup"
 
 
 def _this_turn(messages: Sequence[BaseMessage]) -> Sequence[BaseMessage]:
@@ -52,6 +53,32 @@ class Script:
     final_answer: str = FINAL_ANSWER
     latency: float = 0.0  # seconds per model call (`asyncio.sleep`), the same for every contender
     record_calls: bool = True  # keep each call's input messages (off for many concurrent runs)
+    worker_tool: bool = False  # each worker calls `lookup` once, then answers (issue 23)
+
+    @property
+    def worker_calls(self) -> int:
+        """Model calls per delegation."""
+        return 2 if self.worker_tool else 1
+
+
+class Lookup:
+    """The workers' tool: counts its runs, so a run can check each worker called it once."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def __call__(self, q: str) -> str:
+        self.runs += 1
+        return f"fact about {q}"
+
+    def as_tool(self) -> Any:
+        from langchain_core.tools import StructuredTool
+
+        def lookup(q: str) -> str:
+            """Looks a fact up."""
+            return self(q)
+
+        return StructuredTool.from_function(func=lookup, name=TOOL_NAME)
 
 
 class _Counted:
@@ -67,7 +94,16 @@ class _Counted:
 
 
 def _worker_policy(script: Script) -> Any:
-    return lambda messages: script.worker_answer
+    if not script.worker_tool:
+        return lambda messages: script.worker_answer
+
+    def policy(messages: list[BaseMessage]) -> Any:
+        last = messages[-1]
+        if isinstance(last, ToolMessage) and last.name == TOOL_NAME:
+            return script.worker_answer
+        return tool_call(TOOL_NAME, {"q": "the task"})
+
+    return policy
 
 
 def delegation_policy(n: int, script: Script) -> Any:
@@ -110,7 +146,12 @@ class Contender:
         self.supervisor = supervisor
         self.workers = workers
         self.script = script
+        self.lookup = Lookup()
         self._stack = AsyncExitStack()
+
+    def worker_tools(self) -> list[Any]:
+        """The tools each worker gets (none unless the script has worker tools)."""
+        return [self.lookup.as_tool()] if self.script.worker_tool else []
 
     async def setup(self) -> None:
         raise NotImplementedError
@@ -157,21 +198,23 @@ class Ours(Contender):
         else:
             storage = self.storage.url
         self.memory = Memory(storage=storage)
-        self.agent = Agent(
+        self.agent = self.declare(self.memory)
+
+    def declare(self, memory: Memory | None) -> Agent:
+        return Agent(
             id="parent",
             instructions=INSTRUCTIONS,
             model=self.supervisor,
             agents={
-                f"worker_{i}": Agent(id=f"worker-{i}", description=WORKER_DESCRIPTION, model=w)
+                f"worker_{i}": Agent(id=f"worker-{i}", description=WORKER_DESCRIPTION, model=w, tools=self.worker_tools())
                 for i, w in enumerate(self.workers)
             },
-            memory=self.memory,
+            memory=memory,
+            default_options={"max_steps": self.n + 1},
         )
 
     async def run(self, prompt: str, thread: str) -> str:
-        result = await self.agent.generate(
-            prompt, memory={"thread": thread, "resource": RESOURCE}, max_steps=self.n + 1
-        )
+        result = await self.agent.generate(prompt, memory={"thread": thread, "resource": RESOURCE})
         if result.finish_reason != "stop":
             raise RuntimeError(f"ours finished with {result.finish_reason!r}, expected 'stop'")
         return result.text
@@ -183,6 +226,36 @@ class Ours(Contender):
         if not self.storage.counting:
             await self.memory.aclose()
         await super().aclose()
+
+
+class OursGraph(Ours):
+    """Ours as Studio, `langgraph dev`, Aegra and embedding apps run it: the compiled graph
+    driven by `graph.ainvoke`, on the saver the floor uses (no facade: no lease, no
+    transcript repair, default durability)."""
+
+    name = "ours_graph"
+
+    async def setup(self) -> None:
+        self.storage = replace(self.storage, saver="sg")
+        self._saver = await open_saver(self.storage, self._stack)
+        self.agent = self.declare(None)
+        self.graph = self.agent.compile(checkpointer=self._saver)
+
+    async def run(self, prompt: str, thread: str) -> str:
+        out = await self.graph.ainvoke(
+            {"messages": [HumanMessage(content=prompt)]},
+            {"configurable": {"thread_id": thread}, "recursion_limit": RECURSION_LIMIT},
+        )
+        if out.get("finish_reason") != "stop":
+            raise RuntimeError(f"ours_graph finished with {out.get('finish_reason')!r}, expected 'stop'")
+        last = out["messages"][-1]
+        return last.content if isinstance(last.content, str) else str(last.content)
+
+    async def saver(self) -> BaseCheckpointSaver:
+        return self._saver
+
+    async def aclose(self) -> None:
+        await Contender.aclose(self)
 
 
 class _GraphContender(Contender):
@@ -210,17 +283,17 @@ class _GraphContender(Contender):
         return self._saver
 
 
-def _react_worker(model: ScriptedChatModel, name: str) -> Any:
+def _react_worker(model: ScriptedChatModel, name: str, tools: list[Any]) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             from langgraph.prebuilt import create_react_agent
 
-            return create_react_agent(model=model, tools=[], name=name)
+            return create_react_agent(model=model, tools=tools, name=name)
         except ImportError:  # pragma: no cover - newer stacks
             from langchain.agents import create_agent  # type: ignore[import-not-found]
 
-            return create_agent(model=model, tools=[], name=name)
+            return create_agent(model=model, tools=tools, name=name)
 
 
 class Incumbent(_GraphContender):
@@ -232,7 +305,7 @@ class Incumbent(_GraphContender):
     def build_graph(self) -> StateGraph:
         from langgraph_supervisor import create_supervisor
 
-        workers = [_react_worker(w, f"worker_{i}") for i, w in enumerate(self.workers)]
+        workers = [_react_worker(w, f"worker_{i}", self.worker_tools()) for i, w in enumerate(self.workers)]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return create_supervisor(workers, model=self.supervisor, prompt=INSTRUCTIONS)
@@ -275,7 +348,16 @@ class Floor(_GraphContender):
         ]
         model = self.supervisor.bind_tools(tools)
         system = SystemMessage(content=INSTRUCTIONS)
-        workers = {f"agent-worker_{i}": w for i, w in enumerate(self.workers)}
+        worker_tools = {t.name: t for t in self.worker_tools()}
+        workers = {f"agent-worker_{i}": w.bind_tools(list(worker_tools.values())) if worker_tools else w for i, w in enumerate(self.workers)}
+
+        async def answer(worker: Any, messages: list[BaseMessage]) -> Any:
+            # the least a worker that may call tools does: call, run each tool, call again
+            while True:
+                reply = await worker.ainvoke(messages)
+                if not reply.tool_calls:
+                    return reply
+                messages = [*messages, reply, *[await worker_tools[c["name"]].ainvoke(c) for c in reply.tool_calls]]
 
         async def supervisor(state: MessagesState) -> dict[str, Any]:
             return {"messages": [await model.ainvoke([system, *state["messages"]])]}
@@ -285,7 +367,7 @@ class Floor(_GraphContender):
             context = [m for m in messages if _worker_context(m)]
             out = []
             for call in messages[-1].tool_calls:  # type: ignore[attr-defined]
-                reply = await workers[call["name"]].ainvoke([*context, HumanMessage(content=call["args"]["prompt"])])
+                reply = await answer(workers[call["name"]], [*context, HumanMessage(content=call["args"]["prompt"])])
                 out.append(ToolMessage(content=reply.content, tool_call_id=call["id"], name=call["name"]))
             return {"messages": out}
 
@@ -313,6 +395,7 @@ class StockFloor(Floor):
 
 _CLASSES: dict[str, tuple[type[Any], Any]] = {
     "ours": (Ours, delegation_policy),
+    "ours_graph": (OursGraph, delegation_policy),
     "incumbent": (Incumbent, handoff_policy),
     "floor": (Floor, delegation_policy),
     "floor_stock": (StockFloor, delegation_policy),

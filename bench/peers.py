@@ -54,7 +54,7 @@ class CreateAgent(_GraphContender):
 
         tools = []
         for i, worker_model in enumerate(self.workers):
-            worker = create_agent(model=worker_model, tools=[], name=f"worker_{i}")
+            worker = create_agent(model=worker_model, tools=self.worker_tools(), name=f"worker_{i}")
 
             async def call(prompt: str, worker: Any = worker) -> str:
                 out = await worker.ainvoke({"messages": [HumanMessage(content=prompt)]})
@@ -102,7 +102,7 @@ class DeepAgents(_GraphContender):
 
     def build_graph(self) -> Any:
         subagents = [
-            {"name": f"worker_{i}", "description": WORKER_DESCRIPTION, "system_prompt": "Do the task.", "model": w}
+            {"name": f"worker_{i}", "description": WORKER_DESCRIPTION, "system_prompt": "Do the task.", "model": w, "tools": self.worker_tools()}
             for i, w in enumerate(self.workers)
         ]
         with warnings.catch_warnings():
@@ -119,7 +119,6 @@ class DeepAgents(_GraphContender):
 
             for sub in subagents:
                 sub["middleware"] = []
-                sub["tools"] = []
             middleware = SubAgentMiddleware(backend=StateBackend, subagents=subagents)
             return _Prebuilt(
                 create_agent(model=self.supervisor, system_prompt=INSTRUCTIONS, middleware=[middleware], checkpointer=self._saver)
@@ -138,11 +137,18 @@ class OpenAIAgents(Contender):
 
     async def setup(self) -> None:
         from agents import Agent as OAgent
-        from agents import RunConfig
+        from agents import RunConfig, function_tool
 
         self._config = RunConfig(tracing_disabled=True)
+        counted = self.lookup
+
+        def lookup(q: str) -> str:
+            """Looks a fact up."""
+            return counted(q)
+
+        tools = [function_tool(lookup)] if self.script.worker_tool else []
         workers = [
-            OAgent(name=f"worker_{i}", instructions="Do the task.", model=_scripted_model(w)).as_tool(
+            OAgent(name=f"worker_{i}", instructions="Do the task.", model=_scripted_model(w), tools=tools).as_tool(
                 tool_name=f"agent-worker_{i}", tool_description=WORKER_DESCRIPTION
             )
             for i, w in enumerate(self.workers)
@@ -179,10 +185,14 @@ def _items_as_messages(items: Any) -> list[Any]:
     if isinstance(items, str):
         return [HumanMessage(content=items)]
     out: list[Any] = []
+    names: dict[str, str] = {}
     for item in items:
         kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "function_call":
+            names[item["call_id"]] = item["name"]
         if kind == "function_call_output":
-            out.append(ToolMessage(content=str(item.get("output")), tool_call_id=item.get("call_id", ""), name="tool"))
+            call_id = item.get("call_id", "")
+            out.append(ToolMessage(content=str(item.get("output")), tool_call_id=call_id, name=names.get(call_id, "tool")))
         elif kind == "function_call":
             out.append(AIMessage(content="", tool_calls=[{"name": item["name"], "args": {}, "id": item["call_id"]}]))
         elif isinstance(item, dict) and item.get("role") == "user":
@@ -242,11 +252,17 @@ async def build_peer(name: str, n: int, storage: Storage, script: Script | None 
 # -- the scenario -------------------------------------------------------------------------
 
 
-PEER_BASE = ("ours", "incumbent", "floor", "floor_stock")
+PEER_BASE = ("ours", "ours_graph", "incumbent", "floor", "floor_stock")
 
 
 async def peer_timing(
-    kinds: tuple[str, ...], ns: tuple[int, ...], runs: int, warmup: int, workdir: Any, names: tuple[str, ...] | None = None
+    kinds: tuple[str, ...],
+    ns: tuple[int, ...],
+    runs: int,
+    warmup: int,
+    workdir: Any,
+    names: tuple[str, ...] | None = None,
+    script: Script | None = None,
 ) -> dict[str, Any]:
     """Per-run medians of ours, the incumbent, the floor and every installed peer, runs
     interleaved round-robin on fresh threads, each run checked (call counts, answer).
@@ -262,11 +278,14 @@ async def peer_timing(
         for n in ns:
             contenders = []
             for name in names:
-                storage = Storage(kind, workdir / f"peer-{name}-{n}.db" if kind == "sqlite" else None, False)
+                label = f"peer-{name}-{n}{'-tools' if script is not None and script.worker_tool else ''}"
+                storage = Storage(kind, workdir / f"{label}.db" if kind == "sqlite" else None, False)
                 if storage.path is not None:
                     for suffix in ("", "-wal", "-shm"):
-                        (workdir / f"peer-{name}-{n}.db{suffix}").unlink(missing_ok=True)
-                contenders.append(await (build(name, n, storage) if name in PEER_BASE else build_peer(name, n, storage)))
+                        (workdir / f"{label}.db{suffix}").unlink(missing_ok=True)
+                contenders.append(
+                    await (build(name, n, storage, script) if name in PEER_BASE else build_peer(name, n, storage, script))
+                )
             samples: dict[str, list[float]] = {c.name: [] for c in contenders}
             try:
                 for i in range(warmup + runs):

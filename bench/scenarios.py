@@ -85,16 +85,20 @@ async def run_measured(contender: Contender, prompt: str, thread: str) -> tuple[
     time other processes hold the CPU, so it is steadier than wall time on a busy machine.
     """
     sup0, work0 = contender.call_counts()
+    tools0 = contender.lookup.runs
     wall, cpu = time.perf_counter(), time.process_time()
     text = await contender.run(prompt, thread)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     sup1, work1 = contender.call_counts()
     n = contender.n
     expected = contender.script.final_answer
-    if text != expected or sup1 - sup0 != n + 1 or work1 - work0 != n:
+    worker_calls = n * contender.script.worker_calls
+    tool_runs = contender.lookup.runs - tools0
+    if text != expected or sup1 - sup0 != n + 1 or work1 - work0 != worker_calls or tool_runs != (n if contender.script.worker_tool else 0):
         raise BenchError(
-            f"{contender.name}: expected {n + 1} supervisor calls, {n} worker calls and {expected[:40]!r}; "
-            f"got {sup1 - sup0}, {work1 - work0} and {text[:40]!r}"
+            f"{contender.name}: expected {n + 1} supervisor calls, {worker_calls} worker calls, "
+            f"{n if contender.script.worker_tool else 0} tool runs and {expected[:40]!r}; "
+            f"got {sup1 - sup0}, {work1 - work0}, {tool_runs} and {text[:40]!r}"
         )
     return wall, cpu
 
