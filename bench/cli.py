@@ -20,6 +20,7 @@ from bench.contenders import CONTENDERS
 from bench.guard import measure as measure_guard
 from bench.guard import write as write_guard
 from bench.mastra_peer import mastra_timing
+from bench.one_path import measure as measure_one_path
 from bench.peers import peer_timing
 from bench.profiling import profile_ours
 from bench.report import Results, machine_info, render, write_chart
@@ -41,6 +42,7 @@ SCENARIOS = (
     "context",
     "working_memory",
     "peers",
+    "one_path",
     "guard",
     "conversation",
     "long",
@@ -167,6 +169,13 @@ async def _run(cfg: Config, skip: frozenset[str]) -> Results:
             results.mastra = await mastra_timing(cfg.kinds, cfg.delegations, runs, cfg.warmup, cfg.workdir)
 
         steps.append((f"peers: every framework a user might pick instead ({max(cfg.iterations // 2, 2)} runs per cell)", peers_step))
+    if "one_path" not in skip:
+        one_runs = 3 if cfg.quick else max(cfg.iterations // 2, 2)
+
+        async def one_path_step() -> None:
+            results.one_path = await measure_one_path(cfg.kinds, cfg.delegations, one_runs, cfg.warmup, cfg.workdir)
+
+        steps.append((f"one execution path: facade and compiled graph, workers with tools ({one_runs} runs per cell)", one_path_step))
     if "guard" not in skip:
         guard_runs = 40 if cfg.quick else 100
 

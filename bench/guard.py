@@ -1,5 +1,6 @@
-"""The regression guard (issue 17): a short interleaved timing of ours, the floor and
-LangChain's `create_agent` (in memory, 1 and 5 delegations) whose ratios must not be
+"""The regression guard (issues 17, 23): a short interleaved timing of ours through the
+facade and through the compiled graph, the floor and LangChain's `create_agent` (in
+memory, 1 and 5 delegations, workers without and with a tool) whose ratios must not be
 more than 25% worse than the figures committed in `bench/guard.json`.
 
 `python -m bench --quick` runs it (CI runs that) and exits 1 on a regression;
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.contenders import Script
 from bench.peers import peer_timing
 from bench.stats import median
 
@@ -20,8 +22,8 @@ __all__ = ["GUARD_FILE", "TOLERANCE", "GuardCheck", "measure", "write"]
 
 GUARD_FILE = Path(__file__).with_name("guard.json")
 TOLERANCE = 1.25
-RATIOS = (("ours", "floor"), ("ours", "create_agent"))
-NAMES = ("ours", "floor", "create_agent")
+RATIOS = (("ours", "floor"), ("ours", "create_agent"), ("ours_graph", "floor"), ("ours_graph", "create_agent"))
+NAMES = ("ours", "ours_graph", "floor", "create_agent")
 
 
 @dataclass
@@ -36,11 +38,13 @@ class GuardCheck:
 
 
 async def ratios(runs: int, warmup: int, workdir: Path) -> dict[str, float]:
-    measured = await peer_timing(("memory",), (1, 5), runs, warmup, workdir, names=NAMES)
+    """Tool-less workers as before, and workers with a tool (issue 23: " tools" in the name)."""
     out = {}
-    for (kind, n), samples in measured["cells"].items():
-        for a, b in RATIOS:
-            out[f"{a}/{b} {kind} N={n}"] = median(samples[a]) / median(samples[b])
+    for suffix, script in (("", None), (" tools", Script(worker_tool=True))):
+        measured = await peer_timing(("memory",), (1, 5), runs, warmup, workdir, names=NAMES, script=script)
+        for (kind, n), samples in measured["cells"].items():
+            for a, b in RATIOS:
+                out[f"{a}/{b}{suffix} {kind} N={n}"] = median(samples[a]) / median(samples[b])
     return out
 
 

@@ -18,6 +18,7 @@ from bench.concurrency import ConcurrencyRun
 from bench.contenders import CONTENDERS
 from bench.guard import TOLERANCE, GuardCheck
 from bench.mastra_peer import MastraResult
+from bench.one_path import OnePath
 from bench.profiling import Profile, format_profile
 from bench.savers import Counts
 from bench.scenarios import Config, ContextGrowth, Conversation, ConversationRun, TimingCell, WriteCount
@@ -66,6 +67,7 @@ class Results:
     working_memory: list[WorkingMemoryCell] = field(default_factory=list)
     peers: dict[str, Any] | None = None
     mastra: MastraResult | None = None
+    one_path: OnePath | None = None
     guard: list[GuardCheck] = field(default_factory=list)
     elapsed: float = 0.0
 
@@ -688,6 +690,7 @@ def targets(r: Results) -> list[Target]:
         )
     out += _write_targets(r)
     out += _peer_targets(r)
+    out += _one_path_targets(r)
     for run in r.conversations:
         w = min(run.spec.window, run.spec.turns)
         for c in run.contenders:
@@ -859,6 +862,7 @@ def render(r: Results) -> str:
         _writes(r),
         _context(r),
         _peers(r),
+        _one_path(r),
         _guard(r),
         _working_memory(r),
         *(_conversation(run) for run in r.conversations),
@@ -877,6 +881,7 @@ def render(r: Results) -> str:
 
 _PEER_LABELS = {
     "ours": "supervisor-graph",
+    "ours_graph": "supervisor-graph, compiled graph (graph.ainvoke)",
     "incumbent": "langgraph-supervisor",
     "floor": "floor (hand-written graph)",
     "floor_stock": "floor on LangGraph's AsyncSqliteSaver",
@@ -1089,3 +1094,104 @@ def write_chart(r: Results, path: Path) -> bool:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+# -- issue 23: one execution path ---------------------------------------------------
+
+ONE_PATH_PEER_TARGET = 0.8  # ours (facade and compiled graph) / create_agent, openai-agents
+ONE_PATH_FLOOR_TARGET = 1.15  # compiled graph / floor, tool-less workers
+ONE_PATH_TOOL_FLOOR_TARGET = 1.2  # compiled graph / floor, workers with a tool
+ONE_PATH_INCUMBENT_TARGET = 0.5  # compiled graph / langgraph-supervisor
+ONE_PATH_CHECKPOINTS = 3  # per extra delegation whose worker calls a tool
+
+
+def _ratios(cells: dict[tuple[str, int], dict[str, list[float]]], a: str, b: str) -> list[tuple[str, float]]:
+    return [(f"{kind} N={n}", ratio(median(s[a]), median(s[b]))) for (kind, n), s in cells.items() if a in s and b in s]
+
+
+def _per_extra(counts: dict[int, int]) -> float | None:
+    lo, hi = min(counts), max(counts)
+    return (counts[hi] - counts[lo]) / (hi - lo) if hi > lo else None
+
+
+def _one_path_targets(r: Results) -> list[Target]:
+    one = r.one_path
+    if one is None or not one.tools:
+        return []
+    out: list[Target] = []
+
+    def target(what: str, limit: float, ratios: list[tuple[str, float]]) -> None:
+        if ratios:
+            worst = max(ratios, key=lambda x: x[1])
+            out.append(Target(what, f"<= {limit}x", f"worst {_x(worst[1])} ({worst[0]}); {len(ratios)} cells", all(q <= limit for _, q in ratios)))
+
+    for scenario, cells in (("tool-less workers", one.tool_less["cells"]), ("workers with tools", one.tools["cells"])):
+        for ours in ("ours", "ours_graph"):
+            peers = [p for p in ("create_agent", "openai_agents") if cells and p in next(iter(cells.values()))]
+            ratios = [(f"{_PEER_LABELS[p]}, {label}", q) for p in peers for label, q in _ratios(cells, ours, p)]
+            target(f"{scenario}: {_PEER_LABELS[ours]} / create_agent and openai-agents", ONE_PATH_PEER_TARGET, ratios)
+    target("tool-less workers: compiled graph / floor", ONE_PATH_FLOOR_TARGET, _ratios(one.tool_less["cells"], "ours_graph", "floor"))
+    target("workers with tools: compiled graph / floor whose worker calls the tool", ONE_PATH_TOOL_FLOOR_TARGET, _ratios(one.tools["cells"], "ours_graph", "floor"))
+    target("tool-less workers: compiled graph / langgraph-supervisor", ONE_PATH_INCUMBENT_TARGET, _ratios(one.tool_less["cells"], "ours_graph", "incumbent"))
+    extra = {f"{name} {kind}": _per_extra(c) for (name, kind), c in one.checkpoints.items()}
+    known = {k: v for k, v in extra.items() if v is not None}
+    if known:
+        out.append(
+            Target(
+                "checkpoints per extra delegation whose worker calls a tool",
+                f"<= {ONE_PATH_CHECKPOINTS}",
+                ", ".join(f"{v:g} ({k})" for k, v in known.items()),
+                all(v <= ONE_PATH_CHECKPOINTS for v in known.values()),
+            )
+        )
+    return out
+
+
+def _timing_table(cells: dict[tuple[str, int], dict[str, list[float]]]) -> list[str]:
+    names = list(next(iter(cells.values()))) if cells else []
+    header = ["Contender", *(f"{kind} N={n}" for kind, n in cells)]
+    header += [f"{who}/x {kind} N={n}" for who in ("ours", "graph") for kind, n in cells]
+    rows = []
+    for name in names:
+        row = [_PEER_LABELS.get(name, name), *(_ms(median(s[name])) for s in cells.values())]
+        row += [_x(ratio(median(s[who]), median(s[name]))) for who in ("ours", "ours_graph") for s in cells.values()]
+        rows.append(row)
+    return _table(header, rows, numeric=False)
+
+
+def _one_path(r: Results) -> list[str]:
+    one = r.one_path
+    if one is None or not one.tools:
+        return []
+    lines = [
+        "## One execution path: the facade and the compiled graph, workers with and without tools (issue 23)",
+        "",
+        "Median ms per run, every contender interleaved round-robin on fresh threads, every run checked (N+1 "
+        "supervisor calls, N or 2N worker calls, N tool runs with tools, the final answer). **ours** runs through "
+        "the facade (`generate`: thread lease, input checks, transcript repair, durability `sync` on sqlite); "
+        "**compiled graph** is `agent.compile(checkpointer=...)` driven by `graph.ainvoke` (default durability), "
+        "as LangGraph Studio, `langgraph dev`, Aegra and embedding apps run it. Leaf subagents, tools included, "
+        "run inside their delegation's node under both (SPEC §23). The floor's worker node makes the same "
+        "calls by hand (model, tool, model).",
+        "",
+        "### Tool-less workers",
+        "",
+        *_timing_table(one.tool_less["cells"]),
+        "",
+        "### Workers with tools (each worker calls one tool, then answers)",
+        "",
+        *_timing_table(one.tools["cells"]),
+    ]
+    if one.checkpoints:
+        rows = [
+            [_PEER_LABELS.get(name, name), kind, *(str(v) for v in counts.values()), f"{_per_extra(counts) or 0:g}"]
+            for (name, kind), counts in one.checkpoints.items()
+        ]
+        ns = list(next(iter(one.checkpoints.values())))
+        lines += [
+            "",
+            "### Checkpoints per run, workers with tools",
+            "",
+            *_table(["Contender", "storage", *(f"N={n}" for n in ns), "per extra delegation"], rows, numeric=False),
+        ]
+    return lines

@@ -23,6 +23,10 @@ module, so an upgrade that changes one of them breaks here, in one place, and
   the graph that ran it. A graph's state methods look a namespaced config's subgraph up
   among their own nodes unless the config already names a checkpointer
   (`CONFIG_KEY_CHECKPOINTER`), which makes them act on the namespace directly.
+- `is_resuming`: whether a node runs in the first step of a resumed run (after an
+  interrupt, a crash or a retry), the flag LangGraph itself hands subgraphs
+  (`CONFIG_KEY_RESUMING`) so they continue from their own checkpoint. A subagent run
+  inside its delegation's node reads its saved progress only then.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER
+from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER, CONFIG_KEY_RESUMING
 from langgraph.channels.binop import _get_overwrite
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import WRITES_IDX_MAP, DeltaChannelHistory
@@ -48,6 +52,7 @@ __all__ = [
     "DeltaChannel",
     "DeltaChannelHistory",
     "has_checkpointer",
+    "is_resuming",
     "namespaced_config",
     "read_channel",
 ]
@@ -83,6 +88,11 @@ def read_channel(config: RunnableConfig, channel: str) -> Any:
 def has_checkpointer(config: RunnableConfig) -> bool:
     """True inside a run that has a checkpointer (its nodes' configs carry it)."""
     return (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER) is not None
+
+
+def is_resuming(config: RunnableConfig) -> bool:
+    """True when this node may be a re-run of one that stopped (see the module docstring)."""
+    return bool((config.get("configurable") or {}).get(CONFIG_KEY_RESUMING))
 
 
 def namespaced_config(config: RunnableConfig, saver: Any) -> RunnableConfig:

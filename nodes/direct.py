@@ -10,15 +10,16 @@ started, whoever drives the graph (the run facade, `graph.ainvoke` / `astream`, 
 `get_messages(sub_agent_thread_id)`, `list_threads` and `get_state` of that namespace
 read what a subgraph run left there.
 
-Pauses (approval, `suspend()`) keep LangGraph's semantics without a nested loop:
-LangGraph hands a re-run task its resume values by position (the n-th `interrupt()` of
-the task gets the n-th answer), so a task may only pause at its *first* action, before
-anything it would skip on a re-run. When a pause comes later (the usual case: after the
-subagent's model asked for the tool), the subagent's progress so far is saved in its
-delegation thread (the journal) and the node hands the delegation to a fresh task of
-itself (`Send(key, {..., "resume_ns": ...})`), which reads the journal and pauses as its
-first action. A resumed delegation therefore never calls its model again for steps it
-took, never re-runs a finished tool, and costs nothing extra when it does not pause.
+Pauses (approval, `suspend()`) keep LangGraph's semantics without a nested loop. Before
+the run pauses, the subagent's progress is saved in its delegation thread (the journal);
+a re-run of the node (LangGraph's resuming flag, the one it hands subgraphs) reads it
+and goes on from there, so a resumed subagent never calls its model again for a step it
+took and never re-runs a finished tool. LangGraph hands a re-run task its answers by
+position (the n-th `interrupt()` of the task gets the n-th answer) while the re-run
+skips what the journal holds, so a task raises a pause only while it has used no answer
+(its interrupt is then the re-run's first); a later pause goes to a fresh task of the
+node (`Send(key, {..., "resume_ns": ...})`) whose first action it is. A delegation that
+does not pause pays nothing for any of this: no read, no extra write.
 
 (`@task` calls inside the node give the same durability but cost +30-50% per run,
 measured: each call is a Pregel task whose result is written to the checkpointer.)
@@ -33,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import get_async_callback_manager_for_config, patch_config
@@ -41,7 +42,7 @@ from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy, Send
 
-from supervisor_graph.checkpointers.compat import has_checkpointer
+from supervisor_graph.checkpointers.compat import has_checkpointer, is_resuming
 from supervisor_graph.nodes.context import using_request_context
 from supervisor_graph.nodes.delegation import RUN_IDENTITY_KEYS, DelegationRecord, record_answer, record_transcript
 from supervisor_graph.nodes.errors import ModelCallError
@@ -50,7 +51,7 @@ from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, dispatch, unanswered
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.supervisor import finish_reason_of, model_input, repair_calls, step_finish
-from supervisor_graph.nodes.tools import needs_approval, run_tool_call
+from supervisor_graph.nodes.tools import ToolRun, needs_approval, run_tool_call
 
 __all__ = ["AGENT_PATH_KEY", "NAMESPACE_KEY", "RESUME_NS_KEY", "can_run_directly", "run_directly"]
 
@@ -127,21 +128,19 @@ async def run_directly(
 ) -> Command[Any] | None:
     """Run the subagent's turns here and record them in `record` (a failure keeps the
     partial transcript, as a failed subgraph run does). Returns the `Send` that hands
-    the delegation to a fresh task when it must pause, else None."""
-    thread_config = _in_namespace(config, namespace)
-    saved: list[BaseMessage] = []
-    if task.get(RESUME_NS_KEY):
-        state = await graph.aget_state(thread_config)
-        saved = list((state.values or {}).get("messages") or [])
-    history: list[BaseMessage] = saved[:] or [HumanMessage(content=task["prompt"], id=str(uuid.uuid4()))]
-    new_from = len(saved)
+    the delegation to a fresh task when it must pause there, else None."""
+    journal = _Journal(graph, _in_namespace(config, namespace), has_checkpointer(config))
+    if task.get(RESUME_NS_KEY) or is_resuming(config):
+        await journal.load()  # only a re-run can find saved progress: nothing else pays a read
+    history = journal.messages[:] or [HumanMessage(content=task["prompt"], id=str(uuid.uuid4()))]
 
     # one run named after the subagent holds its model and tool runs, as a subgraph's did
     manager = get_async_callback_manager_for_config(config)
     run = await manager.on_chain_start(None, {"prompt": task["prompt"]}, name=spec.agent_id)
     child = patch_config(config, callbacks=run.get_child())
+    loop = _Loop(spec, child, opts, handle, runtime, namespace, history, journal)
     try:
-        outcome = await _Loop(spec, child, opts, handle, runtime, namespace, history).run(resumed=bool(saved))
+        outcome = await loop.run()
     except BaseException as exc:
         await run.on_chain_error(exc)
         raise
@@ -149,20 +148,49 @@ async def run_directly(
         record_transcript(record, {"messages": history})
     if isinstance(outcome, _Pause):
         await run.on_chain_end({"paused": True})
-        # the journal: what the next task starts from (its first action is the pause)
-        await graph.aupdate_state(thread_config, {"messages": history[new_from:]}, as_node=SUPERVISOR_NODE)
+        await journal.save(history)
         values = handle.request_context.fork(RUN_IDENTITY_KEYS).to_dict()
         return Command(goto=Send(key, {**task, RESUME_NS_KEY: namespace, "request_context": values}))
-    state = {"messages": history[new_from:], "finish_reason": outcome}
-    if has_checkpointer(config):  # runs without a checkpointer keep nothing, as before
-        await graph.aupdate_state(thread_config, state, as_node=SUPERVISOR_NODE)
+    await journal.save(history, finish_reason=outcome)
     record_answer(record, {"messages": history, "finish_reason": outcome})
     await run.on_chain_end({"text": record.text, "finish_reason": outcome})
     return None
 
 
+class _Journal:
+    """The delegation's thread as the record of what its subagent did: written when the
+    delegation pauses (so a re-run goes on from there) and when it ends."""
+
+    def __init__(self, graph: Any, config: RunnableConfig, durable: bool) -> None:
+        self.graph, self.config, self.durable = graph, config, durable
+        self.messages: list[BaseMessage] = []
+        self.saved = 0  # messages of the history already in the thread
+
+    async def load(self) -> None:
+        if not self.durable:
+            return
+        state = await self.graph.aget_state(self.config)
+        self.messages = list((state.values or {}).get("messages") or [])
+        self.saved = len(self.messages)
+
+    async def save(self, history: list[BaseMessage], finish_reason: str | None = None) -> None:
+        if not self.durable or (finish_reason is None and len(history) == self.saved):
+            return  # runs without a checkpointer keep nothing, as before
+        values: dict[str, Any] = {"messages": history[self.saved :]}
+        if finish_reason is not None:
+            values["finish_reason"] = finish_reason
+        await self.graph.aupdate_state(self.config, values, as_node=SUPERVISOR_NODE)
+        self.saved = len(history)
+
+
 class _Loop:
-    """The subagent's model and tool turns, appended to `history`."""
+    """The subagent's model and tool turns, appended to `history`.
+
+    LangGraph hands a re-run task its answers by position (the n-th `interrupt()` of the
+    task gets the n-th answer), and a re-run skips what the journal holds. So a task may
+    raise a pause only while no answer has been used in it: its interrupt is then the
+    first of the task, and the re-run's first `interrupt()`. A later pause goes to a
+    fresh task (`_Pause`)."""
 
     def __init__(
         self,
@@ -173,10 +201,12 @@ class _Loop:
         runtime: Runtime[Any],
         namespace: str,
         history: list[BaseMessage],
+        journal: _Journal,
     ) -> None:
         self.spec, self.config, self.opts, self.handle, self.runtime = spec, config, opts, handle, runtime
         self.namespace = namespace
         self.history = history
+        self.journal = journal
         self.emit = Emitter(runtime, handle, namespace)
         # Stream tokens and trace the model as the subagent's graph would: LangGraph's
         # `messages` mode takes the graph namespace from this metadata.
@@ -190,22 +220,23 @@ class _Loop:
                 "langgraph_node": SUPERVISOR_NODE,
             },
         }
-        # a pause may be raised only before this task has done anything it would skip
-        # when LangGraph runs it again
-        self.progressed = False
+        self.answers = 0  # answers to pauses used by this task so far
 
-    async def run(self, resumed: bool) -> str | _Pause:
+    async def run(self) -> str | _Pause:
         using_request_context(self.handle.request_context)
         model: Any = None
         system = ""
+        # a re-run first answers, one by one in call order, the calls its journal left open
+        sequential = bool(self.journal.messages)
         while True:
             open_calls = [c for c in unanswered(self.history) if c["name"] not in self.spec.client_tools]
             if open_calls:
-                paused, bail = await self._tools(open_calls, sequential=resumed and not self.progressed)
+                paused, bail = await self._tools(open_calls, sequential)
                 if paused:
                     return _Pause()
                 if bail:
                     return "bail"
+            sequential = False
             if unanswered(self.history):
                 return "tool-calls"  # only client tools are left: the caller's to run
             iteration = sum(isinstance(m, AIMessage) for m in self.history)
@@ -224,7 +255,6 @@ class _Loop:
                 self.spec.retry_policy,
                 self.spec.agent_id,
             )
-            self.progressed = True
             if not isinstance(response, AIMessage):
                 raise TypeError(f"Agent {self.spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
             response, errors = repair_calls(response)
@@ -244,40 +274,48 @@ class _Loop:
                 return finish_reason_of(response)
 
     async def _tools(self, calls: Sequence[ToolCall], sequential: bool) -> tuple[bool, bool]:
-        """Run the turn's open calls (results appended in call order); returns (paused,
-        bail). A continuation runs them one by one, so its first pause is its first
-        `interrupt()`; otherwise they run side by side, as the tools node's `Send`s do."""
+        """Run the turn's open calls (results appended in call order); returns (paused
+        in a fresh task, bail). A pause this task may raise is raised, after the journal
+        saved what came before it."""
         bail = False
         if sequential or len(calls) == 1:
             for call in calls:
-                if self.progressed and needs_approval(self.spec, call, self.opts.require_tool_approval):
+                if self.answers and needs_approval(self.spec, call, self.opts.require_tool_approval):
                     return True, bail
                 try:
-                    result, stop = await self._run(call)
+                    if needs_approval(self.spec, call, self.opts.require_tool_approval):
+                        await self.journal.save(self.history)  # nothing when this is a re-run's first action
+                    outcome = await self._run(call)
                 except GraphInterrupt:
-                    if self.progressed:
+                    if self.answers:
                         return True, bail
+                    await self.journal.save(self.history)
                     raise
-                self.history.append(result)
-                self.progressed = True
-                bail = bail or stop
+                self.history.append(outcome.message)
+                self.answers += outcome.answers
+                bail = bail or outcome.bail
             return False, bail
-        if any(needs_approval(self.spec, call, self.opts.require_tool_approval) for call in calls):
-            # approvals of a turn are asked one task at a time; nothing has run yet
-            return True, bail
+        if self.answers and any(needs_approval(self.spec, c, self.opts.require_tool_approval) for c in calls):
+            return True, bail  # nothing ran: the fresh task asks
         outcomes = await asyncio.gather(*(self._run(call) for call in calls), return_exceptions=True)
-        paused = False
-        for outcome in outcomes:
-            if isinstance(outcome, GraphInterrupt):
-                paused = True  # asked again by the continuation; finished calls are kept
-            elif isinstance(outcome, BaseException):
-                raise outcome
+        pause: GraphInterrupt | None = None
+        for done in outcomes:
+            if isinstance(done, GraphInterrupt):
+                pause = pause or done  # the first in call order; the others ask again later
+            elif isinstance(done, BaseException):
+                raise done
             else:
-                self.history.append(outcome[0])
-                bail = bail or outcome[1]
-        return paused, bail
+                self.history.append(done.message)
+                self.answers += done.answers
+                bail = bail or done.bail
+        if pause is None:
+            return False, bail
+        if self.answers:
+            return True, bail
+        await self.journal.save(self.history)
+        raise pause
 
-    async def _run(self, call: ToolCall) -> tuple[ToolMessage, bool]:
+    async def _run(self, call: ToolCall) -> ToolRun:
         return await run_tool_call(
             self.spec,
             call,
@@ -288,4 +326,3 @@ class _Loop:
             self.namespace,
             self.emit,
         )
-

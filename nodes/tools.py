@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -38,6 +38,7 @@ __all__ = [
     "INTERRUPTED_TOOL_TEXT",
     "TOOL_RUNS_NAMESPACE",
     "ToolCallInfo",
+    "ToolRun",
     "approval_answer",
     "approval_consumed",
     "current_tool_call",
@@ -170,6 +171,7 @@ def suspend(payload: Any = None) -> Any:
         request["resume_schema"] = schema.model_json_schema()
     while True:
         value = interrupt(request)
+        call["answers"] = call.get("answers", 0) + 1
         if is_cancel(value):
             raise _SuspendCancelled()
         if schema is None:
@@ -179,6 +181,16 @@ def suspend(payload: Any = None) -> Any:
         except ValidationError as exc:
             # ask again: the suspension stays pending and answerable
             request = {**request, "error": f"resume data does not match the resume schema: {exc.errors()[0]['msg']}"}
+
+
+class ToolRun(NamedTuple):
+    """One tool call's outcome."""
+
+    message: ToolMessage
+    bail: bool
+    """The caller cancelled a suspended call: the agent's loop stops there."""
+    answers: int
+    """How many pauses of this call were answered while it ran (`interrupt()` returned)."""
 
 
 def needs_approval(spec: AgentSpec, call: ToolCall | Mapping[str, Any], agent_wide: bool) -> bool:
@@ -195,10 +207,9 @@ async def run_tool_call(
     agent_wide_approval: bool,
     graph_ns: str,
     emit: Emitter,
-) -> tuple[ToolMessage, bool]:
+) -> ToolRun:
     """Run one of the agent's own tool calls: ask for approval first when it needs one
-    (`interrupt()`), consume the approval durably, run the tool; returns its result and
-    whether the caller cancelled a suspended call (the agent's loop stops there).
+    (`interrupt()`), consume the approval durably, run the tool.
 
     `graph_ns` names the graph whose call this is ("" for the top-level agent, a
     delegation's namespace for a subagent): it keys the approval journal and the pause
@@ -208,10 +219,12 @@ async def run_tool_call(
     call_id = call["id"] or ""
     result: ToolMessage | None = None
     bail = False
+    answers = 0
     if needs_approval(spec, call, agent_wide_approval):
         request = pause_payload("approval", call, handle, namespace=graph_ns)
         while True:
             answer = approval_answer(interrupt(request))
+            answers += 1
             if isinstance(answer, bool):
                 break
             request = {**request, "error": answer}
@@ -231,13 +244,12 @@ async def run_tool_call(
                     index=False,
                 )
     if result is None:
-        token = _current_call.set(
-            {
-                "call": ToolCallInfo(id=call_id, name=call["name"], args=call["args"]),
-                "payload": pause_payload("suspend", call, handle, namespace=graph_ns),
-                "resume_schema": (tool.metadata or {}).get("resume_schema"),
-            }
-        )
+        current: dict[str, Any] = {
+            "call": ToolCallInfo(id=call_id, name=call["name"], args=call["args"]),
+            "payload": pause_payload("suspend", call, handle, namespace=graph_ns),
+            "resume_schema": (tool.metadata or {}).get("resume_schema"),
+        }
+        token = _current_call.set(current)
         try:
             output = await tool.ainvoke({**call, "type": "tool_call"}, config)
         except GraphBubbleUp:
@@ -251,11 +263,12 @@ async def run_tool_call(
             output = error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
         finally:
             _current_call.reset(token)
+            answers += current.get("answers", 0)
         result = output if isinstance(output, ToolMessage) else ToolMessage(content=str(output), tool_call_id=call_id, name=call["name"])
     if emit.active:
         kind = "tool-error" if result.status == "error" else "tool-result"
         emit(kind, {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "result": result.content})
-    return result, bail
+    return ToolRun(result, bail, answers)
 
 
 def make_tools_node(spec: AgentSpec) -> Any:
@@ -264,9 +277,9 @@ def make_tools_node(spec: AgentSpec) -> Any:
         using_request_context(handle.request_context)
         # the namespace of the graph that made the call (this node's task is the last segment)
         graph_ns = str((config.get("configurable") or {}).get("checkpoint_ns", "")).rpartition("|")[0]
-        result, bail = await run_tool_call(
+        run = await run_tool_call(
             spec, payload["call"], config, runtime, handle, opts.require_tool_approval, graph_ns, Emitter(runtime, handle)
         )
-        return Command(update={"messages": [result], **({"bail": True} if bail else {})}, goto=SUPERVISOR_NODE)
+        return Command(update={"messages": [run.message], **({"bail": True} if run.bail else {})}, goto=SUPERVISOR_NODE)
 
     return tools

@@ -15,6 +15,7 @@ HEADINGS = (
     "## Checkpoint writes and bytes per delegation",
     "## Supervisor context growth",
     "## Working memory",
+    "## One execution path",
     "## Regression guard",
     "-turn conversation on sqlite",
     "-turn conversation on sqlite, ~3 KB of text per turn",
@@ -67,3 +68,23 @@ async def test_every_peer_makes_the_checked_model_calls(tmp_path: Path) -> None:
                 await run_measured(peer, PROMPT, f"smoke-{name}-{n}")  # raises unless the calls and answer match
             finally:
                 await peer.aclose()
+
+
+async def test_workers_with_tools_and_the_compiled_graph_make_the_checked_calls(tmp_path: Path) -> None:
+    """Issue 23's scenario: each worker calls its tool once, then answers; ours through the
+    facade and through the compiled graph, the floor, the incumbent and every peer."""
+    from bench.contenders import PROMPT, Script, build
+    from bench.peers import PEERS, build_peer
+    from bench.savers import Storage
+    from bench.scenarios import run_measured
+
+    script = Script(worker_tool=True)
+    for name in ("ours", "ours_graph", "floor", "incumbent", *PEERS):
+        for kind in ("memory", "sqlite"):
+            storage = Storage(kind, tmp_path / f"{name}-tools.db" if kind == "sqlite" else None, False)
+            contender = await (build(name, 2, storage, script) if name in ("ours", "ours_graph", "floor", "incumbent") else build_peer(name, 2, storage, script))
+            try:
+                await run_measured(contender, PROMPT, f"tools-{name}-{kind}")  # raises unless calls, tool runs and answer match
+                assert contender.lookup.runs == 2
+            finally:
+                await contender.aclose()

@@ -192,3 +192,48 @@ async def test_an_approval_answered_with_a_raw_command_on_the_compiled_graph() -
     out = await graph.ainvoke(Command(resume={pending.id: {"approved": True}}), config)
     assert out["messages"][-1].content == "done" and ledger == ["pay:x"]
     assert len(worker_model.calls) == 2
+
+
+async def test_parallel_paused_delegations_answered_one_at_a_time_never_repeat_a_model_call(store) -> None:
+    ledger: list[str] = []
+    pay = _ledger_tools(ledger)[0]
+
+    def worker_policy(messages: list[Any]) -> Any:
+        if isinstance(messages[-1], ToolMessage):
+            return f"paid ({messages[-1].content})"
+        return tool_call("pay", {"what": messages[-1].content})
+
+    worker_model = ScriptedChatModel(policy=worker_policy)
+    worker = Agent(id="worker-agent", description="Pays.", tools=[pay], model=worker_model)
+    boss_model = ScriptedChatModel(
+        policy=lambda m: "done" if isinstance(m[-1], ToolMessage) else [delegate("worker", "a"), delegate("worker", "b")]
+    )
+    parent = Agent(id="boss", model=boss_model, agents={"worker": worker}, memory=store.memory)
+    call = store.call()
+    first = await parent.generate("go", **call)
+    assert sorted(i.args["what"] for i in first.suspended) == ["a", "b"] and len(worker_model.calls) == 2
+    [a] = [i for i in first.suspended if i.args["what"] == "a"]
+    second = await parent.approve_tool_call(interrupt_id=a.interrupt_id, memory=call["memory"])
+    assert [i.args["what"] for i in second.suspended] == ["b"] and ledger == ["pay:a"]
+    assert len(worker_model.calls) == 3  # a's answer; b's model was not asked again
+    done = await parent.approve_tool_call(interrupt_id=second.suspended[0].interrupt_id, memory=call["memory"])
+    assert done.finish_reason == "stop" and sorted(ledger) == ["pay:a", "pay:b"] and len(worker_model.calls) == 4
+
+
+class CountingReads(InMemorySaver):
+    def __init__(self) -> None:
+        super().__init__()
+        self.nested_reads = 0
+
+    async def aget_tuple(self, config: Any) -> Any:
+        if config["configurable"].get("checkpoint_ns"):
+            self.nested_reads += 1
+        return await super().aget_tuple(config)
+
+
+async def test_a_delegation_that_does_not_pause_reads_nothing_back() -> None:
+    saver = CountingReads()
+    graph = tool_team(2).compile(checkpointer=saver)
+    out = await graph.ainvoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}})
+    assert out["messages"][-1].content == "done"
+    assert saver.nested_reads == 2  # one per delegation: the single write's own load, no journal read

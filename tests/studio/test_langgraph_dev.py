@@ -80,10 +80,15 @@ async def test_a_run_with_approval_resumed_by_command_then_a_second_run(server: 
         input={"messages": [{"role": "user", "content": "Research bees, write an article and publish it."}]},
     )
     events = {event for event, _ in parts}
-    assert any(e.startswith("updates|research_agent:") for e in events), events  # subgraph streams reach Studio
+    # leaf subagents run inside their delegation's node (SPEC §23): their tokens reach
+    # Studio under the delegation's namespace, their state is kept in it
+    assert any(e.startswith("messages|research_agent:") for e in events), events
     assert any(e.startswith("messages|writing_agent:") for e in events), events
     custom = [data["type"] for event, data in parts if event == "custom"]
     assert custom.count("delegation-start") == 2 and custom.count("delegation-complete") == 2
+    [research_ns] = [d["payload"]["namespace"] for e, d in parts if e == "custom" and d["type"] == "delegation-start" and d["payload"]["agent_key"] == "research_agent"]
+    [delegation] = await client.threads.get_history(tid, checkpoint={"checkpoint_ns": research_ns})
+    assert [m["type"] for m in delegation["values"]["messages"]] == ["human", "ai"]
     assert any(event == "updates" and "__interrupt__" in data for event, data in parts)
 
     # 2. the approval waits in the thread state, where Studio shows it
