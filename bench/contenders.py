@@ -1,4 +1,6 @@
-"""The three contenders, each making the same model calls per run.
+"""The contenders, each making the same model calls per run: ours through the facade
+(`ours`, `generate`) and through the compiled graph (`ours_graph`, `graph.ainvoke`, as
+Studio, `langgraph dev`, Aegra and embedding apps run it), the incumbent and the floor.
 
 A run asks the supervisor model for `n` sequential delegations (one per supervisor turn,
 to `worker_0` ... `worker_{n-1}`), each worker model answers ``"result"`` once, and the
@@ -26,7 +28,7 @@ from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 __all__ = ["CONTENDERS", "Contender", "Script", "build"]
 
-CONTENDERS = ("ours", "incumbent", "floor")
+CONTENDERS = ("ours", "ours_graph", "incumbent", "floor")
 INSTRUCTIONS = "Delegate each part of the task to a worker, one at a time, then answer."
 WORKER_DESCRIPTION = "Worker"
 WORKER_ANSWER = "result"

@@ -287,6 +287,10 @@ async def peer_timing(
                     await (build(name, n, storage, script) if name in PEER_BASE else build_peer(name, n, storage, script))
                 )
             samples: dict[str, list[float]] = {c.name: [] for c in contenders}
+            # what exists now lives for the whole cell: the collection before each run then
+            # only walks what the runs made, not every contender's graphs and models
+            gc.collect()
+            gc.freeze()
             try:
                 for i in range(warmup + runs):
                     order = contenders[i % len(contenders):] + contenders[: i % len(contenders)]
@@ -298,6 +302,7 @@ async def peer_timing(
                         if contender.script.record_calls and hasattr(contender, "forget_calls"):
                             contender.forget_calls()
             finally:
+                gc.unfreeze()
                 for contender in contenders:
                     await contender.aclose()
             cells[(kind, n)] = samples

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import RunnableConfig
@@ -135,25 +136,33 @@ async def run_directly(
     history = journal.messages[:] or [HumanMessage(content=task["prompt"], id=str(uuid.uuid4()))]
 
     # one run named after the subagent holds its model and tool runs, as a subgraph's did
-    manager = get_async_callback_manager_for_config(config)
-    run = await manager.on_chain_start(None, {"prompt": task["prompt"]}, name=spec.agent_id)
-    child = patch_config(config, callbacks=run.get_child())
-    loop = _Loop(spec, child, opts, handle, runtime, namespace, history, journal)
+    # (when anybody listens: a run nobody traces skips building it)
+    callbacks = config.get("callbacks")
+    traced = not isinstance(callbacks, BaseCallbackManager) or bool(callbacks.handlers)
+    run = None
+    if traced:
+        manager = get_async_callback_manager_for_config(config)
+        run = await manager.on_chain_start(None, {"prompt": task["prompt"]}, name=spec.agent_id)
+        config = patch_config(config, callbacks=run.get_child())
+    loop = _Loop(spec, config, opts, handle, runtime, namespace, history, journal)
     try:
         outcome = await loop.run()
     except BaseException as exc:
-        await run.on_chain_error(exc)
+        if run is not None:
+            await run.on_chain_error(exc)
         raise
     finally:
         record_transcript(record, {"messages": history})
     if isinstance(outcome, _Pause):
-        await run.on_chain_end({"paused": True})
+        if run is not None:
+            await run.on_chain_end({"paused": True})
         await journal.save(history)
         values = handle.request_context.fork(RUN_IDENTITY_KEYS).to_dict()
         return Command(goto=Send(key, {**task, RESUME_NS_KEY: namespace, "request_context": values}))
     await journal.save(history, finish_reason=outcome)
     record_answer(record, {"messages": history, "finish_reason": outcome})
-    await run.on_chain_end({"text": record.text, "finish_reason": outcome})
+    if run is not None:
+        await run.on_chain_end({"text": record.text, "finish_reason": outcome})
     return None
 
 

@@ -154,9 +154,6 @@ class RunHandle:
     override: AgentOverride | None = None
     # Hosts background delegations (SPEC §12); None: they run inline.
     background: Any = None
-    # Driven by this library's run facade (generate / stream), which attributes chunks
-    # itself; False when LangGraph's own stream is what callers read (Studio, embedding).
-    facade: bool = False
 
     @property
     def root(self) -> RequestContext:

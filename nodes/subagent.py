@@ -148,7 +148,6 @@ def make_subagent_node(
                 stream_events=handle.stream_events,
                 durable=handle.durable,
                 scratch=handle.scratch,
-                facade=handle.facade,
                 versions=handle.versions,
                 override=await handle.versions.resolve(agent_id) if handle.versions is not None else None,
             )

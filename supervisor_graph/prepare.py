@@ -193,7 +193,6 @@ async def _prepare(
         resource_id=resource_id,
         root_context=request_context,
         durable=durable,
-        facade=True,
     )
     if opts.versions is not None:
         opts = await _select_versions(agent, opts, options, handle)
