@@ -178,11 +178,12 @@ async def _update_memory(
         if call["name"] != WORKING_MEMORY_TOOL:
             continue
         try:
-            value = apply_update(config, value, call["args"])
+            updated = apply_update(config, value, call["args"])
+            state_update = await write_value(config, spec.agent_id, updated, runtime.store, handle)
         except WorkingMemoryError as exc:
             results.append((update_result(call, str(exc)), value))
             continue
-        state_update = await write_value(config, spec.agent_id, value, runtime.store, handle)
+        value = updated
         results.append((update_result(call), value))
     return results, state_update
 

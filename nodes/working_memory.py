@@ -17,6 +17,7 @@ Where the value lives:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
@@ -45,6 +46,8 @@ __all__ = [
     "without_updates",
     "write_value",
 ]
+
+log = logging.getLogger("supervisor_graph")
 
 WORKING_MEMORY_TOOL = "update_working_memory"
 WORKING_MEMORY_NAMESPACE = ("supervisor_graph", "working_memory")
@@ -237,12 +240,32 @@ async def read_value(
     return item.value.get("value") if item is not None else None
 
 
+# agents already warned that their resource-scoped working memory has no store
+_warned_storeless: set[str] = set()
+
+
 async def write_value(
     config: WorkingMemory, agent_id: str, value: Any, store: BaseStore | None, handle: RunHandle
 ) -> dict[str, Any]:
-    """Store `value`; returns the state update that goes with it (thread scope)."""
+    """Store `value`; returns the state update that goes with it (thread scope).
+
+    Raises:
+        WorkingMemoryError: resource scope on a thread of a graph compiled without a store
+            (the value would be gone at the next run: refused, never reported as saved).
+    """
     if config.scope == "thread":
         return {"working_memory": value}
+    if store is None and handle.thread_id is not None:
+        if agent_id not in _warned_storeless:
+            _warned_storeless.add(agent_id)
+            log.warning(
+                "agent %r keeps resource-scoped working memory, but its graph has no store: updates are refused; "
+                "compile it with compile(checkpointer=..., store=...) (LangGraph servers provide one)",
+                agent_id,
+            )
+        raise WorkingMemoryError(
+            "working memory cannot be saved here: this graph was compiled without a store (compile(store=...))"
+        )
     key = store_key(agent_id, resource_of(handle))
     durable = _durable_store(store, handle)
     if durable is None:

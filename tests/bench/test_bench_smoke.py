@@ -33,7 +33,7 @@ def test_quick_benchmark_writes_its_report(tmp_path: Path) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=240,
     )
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
     assert out.is_file(), f"{out} was not written; stdout:\n{proc.stdout[-3000:]}"

@@ -276,3 +276,21 @@ def test_the_update_turn_keeps_the_transcript_well_formed() -> None:
     assert isinstance(ai, AIMessage) and ai.tool_calls[0]["id"] == "c1"
     assert isinstance(tool, ToolMessage) and tool.tool_call_id == "c1" and tool.content == "Working memory updated."
     assert answer.content == "ok"
+
+
+async def test_a_graph_compiled_without_a_store_refuses_resource_updates_and_warns_once(caplog) -> None:
+    """SPEC §23: an update that could not be kept is a tool error, never "updated" then gone."""
+    model = ScriptedChatModel(
+        policy=lambda m: "noted" if isinstance(m[-1], ToolMessage) else tool_call("update_working_memory", {"memory": "# User\n- Name: Ada"})
+    )
+    agent = Agent(id="storeless-agent", model=model, working_memory={"scope": "resource"})
+    graph = agent.compile(checkpointer=InMemorySaver())
+    with caplog.at_level("WARNING", logger="supervisor_graph"):
+        for thread in ("a", "b"):
+            out = await graph.ainvoke({"messages": [("user", "I am Ada")]}, {"configurable": {"thread_id": thread}})
+            [result] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+            assert result.status == "error" and "compile(store=...)" in result.content
+    assert sum("compile(checkpointer=..., store=...)" in r.getMessage() for r in caplog.records) == 1
+    with_store = agent.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
+    out = await with_store.ainvoke({"messages": [("user", "I am Ada")]}, {"configurable": {"thread_id": "c"}})
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["Working memory updated."]
