@@ -6,10 +6,11 @@ Shared by the supervisor node (right after the model answers) and the iteration 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolCall, ToolMessage
 from langgraph.graph import END
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -28,6 +29,7 @@ __all__ = [
     "last_turn",
     "results_pending",
     "unanswered",
+    "left_open",
     "start_node",
     "complete_node",
     "TOOLS_NODE",
@@ -170,3 +172,34 @@ def results_pending(messages: Sequence[BaseMessage], client_tools: frozenset[str
     are the caller's to answer.
     """
     return any(call["name"] not in client_tools for call in unanswered(messages))
+
+
+def left_open(messages: Sequence[BaseMessage], text: str, keep: frozenset[str] = frozenset()) -> list[BaseMessage]:
+    """When a new run's input follows a turn whose tool calls never got results (a run
+    cancelled from outside: `runs.cancel`, a cancelled `ainvoke` task), the update that
+    gives each such call the result `text` before that input (the input moves after
+    them, under new ids); [] when there is nothing to close. Calls named in `keep`
+    (client tools, the caller's to answer) stay open.
+
+    The graph does this itself, so it holds whoever drives it (SPEC §23)."""
+    i = len(messages) - 1
+    while i >= 0 and not isinstance(messages[i], AIMessage):
+        i -= 1
+    if i < 0:
+        return []
+    ai = messages[i]
+    assert isinstance(ai, AIMessage)
+    after = messages[i + 1 :]
+    first_input = next((k for k, m in enumerate(after) if is_run_input(m)), None)
+    if not ai.tool_calls or first_input is None:
+        return []
+    answered = {m.tool_call_id for m in after if isinstance(m, ToolMessage)}
+    missing = [call for call in ai.tool_calls if call["id"] not in answered and call["name"] not in keep]
+    if not missing:
+        return []
+    moved = after[first_input:]
+    return [
+        *(RemoveMessage(id=m.id or "") for m in moved),
+        *(ToolMessage(content=text, tool_call_id=call["id"] or "", name=call["name"], status="error") for call in missing),
+        *(m.model_copy(update={"id": str(uuid.uuid4())}) for m in moved),
+    ]

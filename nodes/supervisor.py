@@ -26,6 +26,7 @@ from supervisor_graph.nodes.routing import (
     after_answer,
     dispatch,
     error_result,
+    left_open,
     results_pending,
     unanswered,
 )
@@ -33,6 +34,7 @@ from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input
 from supervisor_graph.nodes.text import reasoning_artifacts
+from supervisor_graph.nodes.tools import ABORTED_TOOL_TEXT
 from supervisor_graph.nodes.working_memory import (
     WORKING_MEMORY_TOOL,
     WorkingMemoryError,
@@ -236,6 +238,10 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
             # only client tools are left: the caller answers them on the next call
             return Command(update={**end_update(state, "tool-calls", pending), **consumed}, goto=END)
         iteration = iteration_of_run(messages, free_updates(spec, opts))
+        if iteration == 0:
+            closed = left_open(messages, ABORTED_TOOL_TEXT, spec.client_tools)
+            if closed:  # a run cancelled from outside left calls open: close them first
+                return Command(update={"messages": closed}, goto=SUPERVISOR_NODE)
         stop_at = state.get("stop_at")
         if iteration >= opts.max_steps or (stop_at is not None and iteration >= stop_at):
             reason = "max_steps" if stop_at is None else "stop"

@@ -32,6 +32,7 @@ from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
 
 __all__ = [
+    "ABORTED_TOOL_TEXT",
     "CANCEL_SUSPENDED",
     "CANCELLED_TEXT",
     "DECLINED_TEXT",
@@ -54,6 +55,7 @@ __all__ = [
 
 DECLINED_TEXT = "The user declined this tool call; it did not run."
 INTERRUPTED_TOOL_TEXT = "[Interrupted] outcome unknown: the process stopped while this tool was running"
+ABORTED_TOOL_TEXT = "[Aborted] The run was cancelled before this tool call finished."
 
 # Where the tools node records, in the run's LangGraph store, that an approved call has
 # started: an approval is consumed durably before its side effect (SPEC §19).

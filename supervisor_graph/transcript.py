@@ -14,7 +14,7 @@ from langgraph.types import Interrupt
 
 from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
-from supervisor_graph.nodes.tools import INTERRUPTED_TOOL_TEXT, approval_consumed
+from supervisor_graph.nodes.tools import ABORTED_TOOL_TEXT, INTERRUPTED_TOOL_TEXT, approval_consumed
 
 __all__ = [
     "ABORTED_TOOL_TEXT",
@@ -24,7 +24,6 @@ __all__ = [
     "waiting_interrupts",
 ]
 
-ABORTED_TOOL_TEXT = "[Aborted] The run was cancelled before this tool call finished."
 DROPPED_TOOL_TEXT = (
     "[Interrupted] A new message arrived while this call waited for an answer "
     '(pending="decline"); it did not run.'

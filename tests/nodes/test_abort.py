@@ -82,3 +82,30 @@ async def test_nodes_stop_at_their_next_step_when_the_signal_is_set() -> None:
         {"messages": [("user", "go")]}, context=RunContext.for_run(RunOptions(abort_signal=controller.signal), handle)
     )
     assert out["finish_reason"] == "abort" and len(model.calls) == 1
+
+
+async def test_a_run_cancelled_from_outside_is_closed_by_the_graph_on_the_next_run() -> None:
+    """SPEC §23: no facade, a cancelled `ainvoke` task; the next run's model input is valid."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    slow = Agent(id="slow-agent", description="Slow.", model=ScriptedChatModel(policy=lambda m: "late", latency=30))
+
+    def boss_policy(messages: list) -> object:
+        return "fresh answer" if messages[-1].content == "next" else [delegate("slow", "x"), delegate("slow", "y")]
+
+    boss_model = ScriptedChatModel(policy=boss_policy)
+    graph = Agent(id="boss", model=boss_model, agents={"slow": slow}).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "cancelled"}}
+    task = asyncio.create_task(graph.ainvoke({"messages": [HumanMessage("go")]}, config))
+    await asyncio.sleep(0.5)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    out = await graph.ainvoke({"messages": [HumanMessage("next")]}, config)
+    assert out["messages"][-1].content == "fresh answer"
+    kinds = [(type(m).__name__, m.content) for m in out["messages"]]
+    assert kinds[:2] == [("HumanMessage", "go"), ("AIMessage", "")]
+    assert [c for _, c in kinds[2:4]] == ["[Aborted] The run was cancelled before this tool call finished."] * 2
+    assert kinds[4] == ("HumanMessage", "next")
+    seen = boss_model.calls[-1]
+    assert [type(m).__name__ for m in seen[-4:]] == ["AIMessage", "ToolMessage", "ToolMessage", "HumanMessage"]
