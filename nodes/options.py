@@ -171,6 +171,16 @@ class RunContext(BaseModel):
 
     max_steps: int | None = Field(default=None, ge=1, strict=True, description="Supervisor iterations allowed.")
     require_tool_approval: bool | None = Field(default=None, description="Ask before every tool call.")
+    request_context: dict[str, Any] | None = Field(
+        default=None,
+        description="The run's request context (RequestContext values): tools, hooks, dynamic instructions and "
+        "models read it; each delegation gets a copy.",
+    )
+    versions: VersionSelection | None = Field(
+        default=None,
+        description='Stored agent versions to run instead of code definitions, e.g. {"agents": {"research-agent": '
+        '{"status": "published"}}, "default_status": "published"}; read from the run\'s store.',
+    )
 
     _options: RunOptions | None = PrivateAttr(default=None)
     _handle: RunHandle | None = PrivateAttr(default=None)
@@ -197,11 +207,13 @@ class RunContext(BaseModel):
     def effective(self, defaults: RunOptions) -> RunOptions:
         """The options a node acts on: attached ones, else defaults plus JSON fields."""
         opts = self._options or defaults
-        if self.max_steps is None and self.require_tool_approval is None:
+        if self.max_steps is None and self.require_tool_approval is None and self.versions is None:
             return opts
         update: dict[str, Any] = {}
         if self.max_steps is not None:
             update["max_steps"] = self.max_steps
         if self.require_tool_approval is not None:
             update["require_tool_approval"] = self.require_tool_approval
+        if self.versions is not None and self._options is None:
+            update["versions"] = self.versions
         return opts.model_copy(update=update)

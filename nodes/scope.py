@@ -11,8 +11,9 @@ from langgraph.runtime import Runtime
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.versions import VERSIONS_KEY
 
-__all__ = ["run_scope"]
+__all__ = ["run_scope", "with_version"]
 
 
 def run_scope(spec: AgentSpec, config: RunnableConfig, runtime: Runtime[Any] | None) -> tuple[RunOptions, RunHandle]:
@@ -29,14 +30,36 @@ def run_scope(spec: AgentSpec, config: RunnableConfig, runtime: Runtime[Any] | N
         opts = spec.defaults
     configurable = config.get("configurable") or {}
     run_id = config.get("run_id") or (config.get("metadata") or {}).get("run_id") or uuid.uuid4()
+    if isinstance(ctx, RunContext) and ctx.request_context is not None:
+        request_context = RequestContext(ctx.request_context)
+    else:
+        request_context = opts.request_context.fork() if opts.request_context is not None else RequestContext()
     handle = RunHandle(
         run_id=str(run_id),
         agent_path=(spec.agent_id,),
-        request_context=opts.request_context if opts.request_context is not None else RequestContext(),
+        request_context=request_context,
         abort_signal=opts.abort_signal,
         thread_id=configurable.get("thread_id"),
     )
+    if opts.versions is not None and spec.versions_for is not None:
+        # stored versions come from the run's store (servers provide one)
+        handle.versions = spec.versions_for(opts.versions, runtime.store if runtime is not None else None)
+        request_context.set(VERSIONS_KEY, opts.versions.model_dump(mode="json"))
     if isinstance(ctx, RunContext):
         # Keep one handle for the whole run so every node sees the same request context.
         ctx._handle = handle
     return opts, handle
+
+
+async def with_version(spec: AgentSpec, opts: RunOptions, handle: RunHandle, runtime: Runtime[Any] | None) -> RunOptions:
+    """`opts` with the top-level agent's stored version in force (`handle.override`), for
+    a run the facade did not prepare; the version's `max_steps` applies unless the run
+    set one. Resolved once per run (the resolver keeps it)."""
+    if handle.versions is None or len(handle.agent_path) > 1 or handle.override is not None:
+        return opts
+    handle.override = await handle.versions.resolve(spec.agent_id)
+    ctx = runtime.context if runtime is not None else None
+    explicit = isinstance(ctx, RunContext) and (ctx.options is not None or ctx.max_steps is not None)
+    if handle.override is not None and handle.override.max_steps is not None and not explicit:
+        return opts.model_copy(update={"max_steps": handle.override.max_steps})
+    return opts

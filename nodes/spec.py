@@ -89,6 +89,10 @@ class AgentSpec:
     working_memory: WorkingMemory | None = None
     background: BackgroundSettings | None = None
     retry_policy: Any = None  # the agent's RetryPolicy for its model calls
+    # (selection, the run's store) -> a version resolver, for runs the facade did not
+    # prepare (Studio, servers, `graph.ainvoke`); given by the compiler, which knows how
+    # versions are stored
+    versions_for: Callable[[Any, Any], Any] | None = None
     # (id(model), with refs, tool subset) -> (model, bound model); holding the model keeps
     # its id from being reused while the entry lives
     _bound: dict[tuple[int, bool, frozenset[str] | None], tuple[Any, Runnable[Any, Any]]] = field(default_factory=dict)

@@ -30,7 +30,7 @@ from supervisor_graph.nodes.routing import (
     results_pending,
     unanswered,
 )
-from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.scope import run_scope, with_version
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input
 from supervisor_graph.nodes.text import reasoning_artifacts
@@ -232,6 +232,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         if state.get("bail"):
             return Command(update={**end_update(state, "bail", pending), **consumed}, goto=END)
         opts, handle = run_scope(spec, config, runtime)
+        opts = await with_version(spec, opts, handle, runtime)
         if handle.abort_signal is not None and handle.abort_signal.is_set():
             return Command(update={**end_update(state, "abort", pending), **consumed}, goto=END)
         if spec.client_tools and unanswered(messages):

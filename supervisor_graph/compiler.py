@@ -44,6 +44,7 @@ from supervisor_graph.nodes.task_complete import make_task_complete_node
 from supervisor_graph.nodes.tools import make_tools_node
 from supervisor_graph.remote import RemoteAgent
 from supervisor_graph.tools import is_client_tool
+from supervisor_graph.versions import resolver_for
 
 __all__ = ["build_spec", "compile_agent", "delegation_tool_schema"]
 
@@ -101,6 +102,7 @@ def build_spec(agent: Agent) -> AgentSpec:
         working_memory=agent.effective_working_memory,
         retry_policy=agent.retry_policy,
         background=agent.background_tasks if agent.background_tasks is not None and agent.background_tasks.tools else None,
+        versions_for=resolver_for,
     )
     if model is not None:
         spec.bind(model)  # bind at compile time, not on the first call

@@ -22,7 +22,7 @@ from supervisor_graph.nodes.versions import AgentOverride, Status, VersionSelect
 if TYPE_CHECKING:
     from supervisor_graph.memory import Memory
 
-__all__ = ["VERSIONS_NAMESPACE", "AgentDefinition", "AgentVersion", "RunVersions", "Versions"]
+__all__ = ["VERSIONS_NAMESPACE", "AgentDefinition", "AgentVersion", "RunVersions", "StoreVersions", "Versions", "resolver_for"]
 
 log = logging.getLogger("supervisor_graph")
 
@@ -63,7 +63,39 @@ def _key(agent_id: str, version_id: str) -> str:
     return json.dumps([agent_id, version_id])
 
 
-class Versions:
+class StoreVersions:
+    """Reading stored versions from a LangGraph store: `memory.versions` reads through it,
+    and so does a run the facade did not prepare (Studio, servers, `graph.ainvoke`),
+    from the run's own store."""
+
+    def __init__(self, store: BaseStore) -> None:
+        self.store = store
+
+    async def _store(self) -> BaseStore:
+        return self.store
+
+    async def list(self, agent_id: str) -> list[AgentVersion]:
+        """The agent's versions, newest first."""
+        items = await (await self._store()).asearch(VERSIONS_NAMESPACE, filter={"agent_id": agent_id}, limit=_LIST_LIMIT)
+        versions = [AgentVersion.model_validate(item.value) for item in items]
+        return sorted(versions, key=lambda v: v.created_at, reverse=True)
+
+    async def get(self, agent_id: str, *, version_id: str | None = None, status: Status | None = None) -> AgentVersion | None:
+        """One version, by id or by status (the newest with it); None when there is none."""
+        if (version_id is None) == (status is None):
+            raise ValueError("pass version_id=... or status=...")
+        if version_id is not None:
+            item = await (await self._store()).aget(VERSIONS_NAMESPACE, _key(agent_id, version_id))
+            return AgentVersion.model_validate(item.value) if item is not None else None
+        return next((v for v in await self.list(agent_id) if v.status == status), None)
+
+
+def resolver_for(selection: VersionSelection, store: BaseStore | None) -> RunVersions:
+    """A run's version resolver over `store` (no store: every selector logs and code runs)."""
+    return RunVersions(selection, StoreVersions(store) if store is not None else None)
+
+
+class Versions(StoreVersions):
     """`memory.versions`: versions of the agents declared with this memory."""
 
     def __init__(self, memory: Memory) -> None:
@@ -127,27 +159,12 @@ class Versions:
         await store.aput(VERSIONS_NAMESPACE, _key(agent_id, version_id), published.model_dump(mode="json"), index=False)
         return published
 
-    async def list(self, agent_id: str) -> list[AgentVersion]:
-        """The agent's versions, newest first."""
-        items = await (await self._store()).asearch(VERSIONS_NAMESPACE, filter={"agent_id": agent_id}, limit=_LIST_LIMIT)
-        versions = [AgentVersion.model_validate(item.value) for item in items]
-        return sorted(versions, key=lambda v: v.created_at, reverse=True)
-
-    async def get(self, agent_id: str, *, version_id: str | None = None, status: Status | None = None) -> AgentVersion | None:
-        """One version, by id or by status (the newest with it); None when there is none."""
-        if (version_id is None) == (status is None):
-            raise ValueError("pass version_id=... or status=...")
-        if version_id is not None:
-            item = await (await self._store()).aget(VERSIONS_NAMESPACE, _key(agent_id, version_id))
-            return AgentVersion.model_validate(item.value) if item is not None else None
-        return next((v for v in await self.list(agent_id) if v.status == status), None)
-
 
 class RunVersions:
     """One run's version resolver: each agent's selection is read once, when the agent
     first runs, and kept for the run (its delegations share it)."""
 
-    def __init__(self, selection: VersionSelection, versions: Versions | None) -> None:
+    def __init__(self, selection: VersionSelection, versions: StoreVersions | None) -> None:
         self.selection = selection
         self.versions = versions
         self._resolved: dict[str, AgentOverride | None] = {}

@@ -307,3 +307,26 @@ async def test_callbacks_receive_every_model_call_of_every_subagent() -> None:
         "research_agent/fact_checker/supervisor": 2,
     }
     assert sync_handler.tokens == 8 * 15
+
+
+async def test_the_request_context_comes_from_the_runs_context() -> None:
+    """SPEC §23: `context={"request_context": {...}}` (what Studio, `langgraph dev` and Aegra
+    send) reaches the tools of the agent and of its subagents (a copy at each delegation)."""
+    from langchain_core.messages import ToolMessage as Result
+
+    from supervisor_graph import current_request_context
+
+    def whoami() -> str:
+        """Who asks."""
+        return str(current_request_context().get("user"))
+
+    worker = Agent(
+        id="worker-agent", description="Says who asks.", tools=[whoami],
+        model=ScriptedChatModel(policy=lambda m: f"it is {m[-1].content}" if isinstance(m[-1], Result) else tool_call("whoami")),
+    )
+    boss = Agent(
+        id="boss", agents={"worker": worker},
+        model=ScriptedChatModel(policy=lambda m: m[-1].content if isinstance(m[-1], Result) else delegate("worker", "who?")),
+    )
+    out = await boss.compile().ainvoke({"messages": [HumanMessage("go")]}, context={"request_context": {"user": "ada"}})
+    assert out["messages"][-1].content == "it is ada"

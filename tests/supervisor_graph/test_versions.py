@@ -216,3 +216,32 @@ def test_cli_versions(tmp_path: Path) -> None:
     assert refused.returncode == 2 and "tools the code agent does not have: publish" in refused.stderr
     unknown = cli("list", target, "nobody")
     assert unknown.returncode == 2 and "no agent with id 'nobody'" in unknown.stderr
+
+
+async def test_the_compiled_graph_takes_versions_and_request_context_from_its_context(memory: Memory) -> None:
+    """SPEC §23: `graph.ainvoke(..., context={"versions": ...})`
+    (what Studio, `langgraph dev` and Aegra send) selects stored versions from the run's
+    store, at every depth."""
+    parent, parent_model, sub_model = team(memory)
+    store = InMemoryStore()
+    graph = parent.compile(checkpointer=InMemorySaver(), store=store)
+    # a version stored in this run's store (as a server's store holds it)
+    from supervisor_graph.versions import StoreVersions
+
+    sub_v = await memory.versions.save("research-agent", {"instructions": "RESEARCH V2"}, status="published")
+    stored = await memory.versions.get("research-agent", version_id=sub_v)
+    assert stored is not None
+    await store.aput(VERSIONS_NAMESPACE, f'["research-agent", "{sub_v}"]', stored.model_dump(mode="json"), index=False)
+    assert (await StoreVersions(store).get("research-agent", status="published")) is not None
+
+    out = await graph.ainvoke(
+        {"messages": [("user", "go")]},
+        {"configurable": {"thread_id": "ctx"}},
+        context={"versions": {"agents": {"research-agent": {"status": "published"}}}},
+    )
+    assert out["messages"][-1].content == "done"
+    assert system_of(sub_model.calls[-1]) == "RESEARCH V2"
+    assert system_of(parent_model.calls[-1]) == "PARENT CODE"
+    # without a selection the code runs
+    await graph.ainvoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "plain"}})
+    assert system_of(sub_model.calls[-1]) == "RESEARCH CODE"
