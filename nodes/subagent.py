@@ -55,6 +55,8 @@ __all__ = ["make_subagent_node", "sub_options", "text_of"]
 log = logging.getLogger("supervisor_graph")
 
 _thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+# subagent keys whose background delegations ran inline once already (warned)
+_warned_inline: set[str] = set()
 
 
 def sub_options(parent: RunOptions, sub_defaults: RunOptions, max_steps: int | None, handle: RunHandle) -> RunOptions:
@@ -181,6 +183,14 @@ def make_subagent_node(
                         parent_handle=handle,
                     ),
                     emit,
+                )
+            if settings is not None and key not in _warned_inline:
+                # no host (a plain graph.ainvoke): SPEC §12 says so once, and it runs inline
+                _warned_inline.add(key)
+                log.warning(
+                    "background delegation to %r runs inline: nothing hosts background tasks where the graph is "
+                    "driven directly (generate / stream with a thread, or the *_until_idle calls, host them)",
+                    key,
                 )
             if can_run_directly(sub_spec, sub_opts, per_parent_thread):
                 handoff = await run_directly(sub_spec, graph, task, sub_config, sub_opts, sub_handle, runtime, task_ns, record, key)

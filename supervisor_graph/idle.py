@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from supervisor_graph.background import RunBackground, pending_items, runner
@@ -21,6 +22,7 @@ from supervisor_graph.streaming import AgentStream
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
+    from supervisor_graph.memory import Memory
 
 __all__ = ["IdleStream", "generate_until_idle", "recover_background_tasks", "stream_until_idle"]
 
@@ -34,8 +36,9 @@ class IdleStream(AgentStream):
     one `start`, every run's chunks, `background-task-completed` / `-failed` chunks, one
     `finish`. `result()` is the last run's result with every run's messages and usage."""
 
-    def __init__(self, run: _Run, options: dict[str, Any]) -> None:
+    def __init__(self, run: _Run, options: dict[str, Any], host: Memory | None = None) -> None:
         self._options = options
+        self._host = host  # the in-process memory of a call without a thread
         super().__init__(run)
 
     async def _pump(self) -> None:  # type: ignore[override]
@@ -71,7 +74,7 @@ class IdleStream(AgentStream):
                     }
                     emit(make_chunk(kind, payload, run.run_id, (agent.id,)))
                     launched.discard(record["task_id"])
-                nxt = await _prepare(agent, None, self._options, notices_only=True)
+                nxt = await _prepare(agent, None, self._options, notices_only=True, host=self._host)
                 if not nxt.input["messages"]:
                     await nxt.release(ran=False)
                     break
@@ -136,8 +139,16 @@ def _combined(results: list[GenerateResult]) -> GenerateResult:
 
 async def stream_until_idle(agent: Agent, prompt: Any, **options: Any) -> IdleStream:
     """Start `agent` on `prompt`; the stream stays open until every background task the
-    run starts has ended and the supervisor has answered each outcome."""
-    return IdleStream(await _prepare(agent, prompt, options), options)
+    run starts has ended and the supervisor has answered each outcome. Without
+    `memory={"thread": ...}` the tasks are hosted in-process for the length of the call,
+    on a thread of a memory of its own (as Mastra does)."""
+    host = None
+    if options.get("memory") is None and agent.background_tasks is not None and agent.background_tasks.tools:
+        from supervisor_graph.memory import Memory
+
+        host = Memory(storage=":memory:")
+        options = {**options, "memory": {"thread": f"until-idle-{uuid.uuid4().hex}"}}
+    return IdleStream(await _prepare(agent, prompt, options, host=host), options, host)
 
 
 async def generate_until_idle(agent: Agent, prompt: Any, **options: Any) -> GenerateResult:

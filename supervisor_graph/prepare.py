@@ -129,11 +129,13 @@ async def _prepare(
     paused: PausedRun | None = None,
     lease: ThreadLease | None = None,
     notices_only: bool = False,
+    host: Any = None,
 ) -> _Run:
     """A run ready to start. A thread's lease is taken here (or `lease`, one already held
     by the caller, is used) and released when the run ends. `notices_only`: no prompt;
     the run's input is the outcomes of background tasks the thread has not been told of
-    (none: the input is empty, and the caller releases the run)."""
+    (none: the input is empty, and the caller releases the run). `host`: a `Memory` used
+    instead of the agent's (the until-idle calls without a thread host tasks in one)."""
     try:
         opts = RunOptions.model_validate(merge_options(agent.default_options, options))
     except ValidationError as exc:
@@ -157,12 +159,19 @@ async def _prepare(
         durability = "exit"
     elif opts.memory is None and paused is not None:
         opts = opts.model_copy(update={"memory": {"thread": paused.thread_id, "resource": paused.resource_id}})
+    background_agents = agent.background_tasks is not None and bool(agent.background_tasks.tools)
+    if opts.memory is None and background_agents and paused is None and resume is None:
+        raise ValueError(
+            f"agent {agent.id!r} has background subagents, whose outcomes are reported on a thread: pass "
+            "memory={'thread': ...}, or call generate_until_idle / stream_until_idle, which host them for the call"
+        )
+    memory = host if host is not None else agent.memory
     if opts.memory is not None:
-        if agent.memory is None:
+        if memory is None:
             raise ValueError(
                 f"memory={{'thread': ...}} needs storage: declare Agent(id={agent.id!r}, memory=Memory(storage=...))"
             )
-        opened = await agent.memory.opened()
+        opened = await memory.opened()
         saver, store = opened.saver, opened.store
         thread_id, resource_id = opts.memory.thread, opts.memory.resource
         config["configurable"] = {"thread_id": thread_id}
@@ -196,7 +205,7 @@ async def _prepare(
     )
     if opts.versions is not None:
         opts = await _select_versions(agent, opts, options, handle)
-    if opts.memory is not None and agent.background_tasks is not None and agent.background_tasks.tools:
+    if opts.memory is not None and background_agents:
         from supervisor_graph.background import RunBackground
 
         assert thread_id is not None

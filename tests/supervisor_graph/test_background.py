@@ -178,12 +178,22 @@ async def test_an_approval_pauses_only_the_task_and_resumes_it_where_it_stopped(
     assert (task.status, task.tries, task.waiting) == ("completed", 1, [])
 
 
-async def test_without_a_thread_or_a_facade_the_delegation_runs_inline() -> None:
-    boss, _ = team(ScriptedChatModel(policy=lambda m: "inline facts"))
-    ephemeral = await boss.generate("go")  # no memory: nothing could host it
-    assert ephemeral.delegations[0].text == "inline facts"
-    direct = await boss.compile().ainvoke({"messages": [HumanMessage("go")]})  # Studio, Aegra, embedding
-    assert any(isinstance(m, ToolMessage) and m.content == "inline facts" for m in direct["messages"])
+async def test_never_silently_inline(caplog) -> None:
+    """SPEC §12: a plain generate / stream without a thread refuses, naming both ways out;
+    the until-idle calls host the task in-process for the call; a plain `graph.ainvoke`
+    with no host runs it inline and says so once."""
+    boss, _ = team(ScriptedChatModel(policy=lambda m: "hosted facts"))
+    for call in (boss.generate, boss.stream):
+        with pytest.raises(ValueError, match=r"memory=\{'thread': \.\.\.\}.*generate_until_idle / stream_until_idle"):
+            await call("go")
+    idle = await boss.generate_until_idle("go")
+    assert idle.delegations == [] and idle.finish_reason == "stop"  # started in the background ...
+    assert idle.text.startswith("reported: [Background task") and "hosted facts" in idle.text  # answered in the call
+    with caplog.at_level("WARNING", logger="supervisor_graph"):
+        for _ in range(2):
+            direct = await boss.compile().ainvoke({"messages": [HumanMessage("go")]})
+            assert any(isinstance(m, ToolMessage) and m.content == "hosted facts" for m in direct["messages"])
+    assert sum("runs inline" in r.getMessage() for r in caplog.records) <= 1
 
 
 def test_declaration_errors_name_what_to_fix() -> None:
