@@ -116,7 +116,7 @@ async def open_storage(
         finally:
             await postgres.conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
         return Storage(postgres, pg_store, leases)
-    from langgraph.store.sqlite.aio import AsyncSqliteStore
+    from supervisor_graph.checkpointers.sqlite_store import SqliteStore
 
     path = str(storage) if isinstance(storage, Path) else _sqlite_path(storage)
     assert path is not None
@@ -125,7 +125,7 @@ async def open_storage(
     target = str(Path(path).expanduser()) if path != ":memory:" else path
     saver_class: Any = with_delta_cache(SqliteCheckpointer, compact_versions=True)
     sqlite = await stack.enter_async_context(saver_class.from_conn_string(target, synchronous=sqlite_synchronous))
-    sqlite_store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(target))
+    sqlite_store = await stack.enter_async_context(SqliteStore.from_conn_string(target))
     # Concurrent first starts race in `PRAGMA journal_mode=WAL` and CREATE TABLE
     # ("database is locked"): one process at a time sets up.
     async with setup_lock(target):

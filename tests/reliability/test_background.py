@@ -87,3 +87,35 @@ async def test_a_task_whose_process_was_killed_is_rerun_or_failed_and_reported_o
         assert await agent.recover_background_tasks(memory=THREAD) is None
         notices = [m for m in await memory.get_messages(THREAD["thread"]) if "background_task" in m.additional_kwargs]
         assert len(notices) == 1 and notices[0].additional_kwargs["background_task"]["status"] == expected
+
+
+@pytest.mark.parametrize("n", [2, 5])
+async def test_parallel_background_tasks_of_one_turn_never_fail_on_a_shared_database(shared_storage: str, n: int) -> None:
+    """Issue 24: several background delegations of one turn save their records while the
+    parent's run checkpoints; on sqlite that failed with "database is locked" before the
+    store retried its contended batches (checkpointers/sqlite_store.py)."""
+    from langchain_core.messages import HumanMessage, ToolMessage
+
+    from supervisor_graph import Agent
+    from supervisor_graph.testing import ScriptedChatModel, delegate
+
+    def boss_policy(messages: list) -> object:
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and str(last.content).startswith("[Background task"):
+            return "reported"
+        return "started" if isinstance(last, ToolMessage) else [delegate(f"w{i}", "dig") for i in range(n)]
+
+    memory = Memory(storage=shared_storage)
+    workers = {f"w{i}": Agent(id=f"w{i}-agent", description="W.", model=ScriptedChatModel(policy=lambda m: "facts")) for i in range(n)}
+    boss = Agent(
+        id="boss", model=ScriptedChatModel(policy=boss_policy), agents=workers, memory=memory,
+        background_tasks={"tools": {key: {} for key in workers}},
+    )
+    try:
+        for i in range(10):
+            result = await boss.generate_until_idle("go", memory={"thread": f"parallel-{n}-{i}"})
+            assert result.finish_reason == "stop"
+            tasks = await memory.list_background_tasks(f"parallel-{n}-{i}")
+            assert sorted(t.status for t in tasks) == ["completed"] * n
+    finally:
+        await memory.aclose()
