@@ -51,10 +51,12 @@ __all__ = [
     "WRITES_IDX_MAP",
     "DeltaChannel",
     "DeltaChannelHistory",
+    "checkpointer_of",
     "has_checkpointer",
     "is_resuming",
     "namespaced_config",
     "read_channel",
+    "with_checkpointer",
 ]
 
 # The channel of a pending write that records an interrupt (a cheap "is anything pending?"
@@ -93,6 +95,16 @@ def has_checkpointer(config: RunnableConfig) -> bool:
 def is_resuming(config: RunnableConfig) -> bool:
     """True when this node may be a re-run of one that stopped (see the module docstring)."""
     return bool((config.get("configurable") or {}).get(CONFIG_KEY_RESUMING))
+
+
+def checkpointer_of(config: RunnableConfig) -> Any:
+    """The checkpointer of the run the current node belongs to (None without one)."""
+    return (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
+
+
+def with_checkpointer(config: RunnableConfig, saver: Any) -> RunnableConfig:
+    """`config` whose graph methods (`aupdate_state`, ...) go through `saver`."""
+    return {**config, "configurable": {**(config.get("configurable") or {}), CONFIG_KEY_CHECKPOINTER: saver}}
 
 
 def namespaced_config(config: RunnableConfig, saver: Any) -> RunnableConfig:

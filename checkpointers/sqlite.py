@@ -64,14 +64,24 @@ _ONE = _SELECT + "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = 
 _LATEST = _SELECT + "WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1"
 
 
-def _store(conn: sqlite3.Connection, query: str, rows: Sequence[tuple[Any, ...]]) -> None:
-    conn.executemany(query, rows)
+def _store_all(conn: sqlite3.Connection, jobs: Sequence[tuple[str, Sequence[tuple[Any, ...]]]]) -> None:
+    """Every (statement, rows) of `jobs` in one transaction."""
+    for query, rows in jobs:
+        if rows:
+            conn.executemany(query, rows)
     conn.commit()
 
 
 def _load(
-    conn: sqlite3.Connection, thread_id: str, ns: str, checkpoint_id: str | None, writes_sql: str
+    conn: sqlite3.Connection,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str | None,
+    writes_sql: str,
+    deferred: Sequence[tuple[Any, ...]] = (),
 ) -> tuple[tuple[Any, ...], list[Any]] | None:
+    if deferred:
+        _store_all(conn, [(_PUT, deferred)])
     if checkpoint_id:
         row = conn.execute(_ONE, (thread_id, ns, checkpoint_id)).fetchone()
     else:
@@ -92,6 +102,8 @@ class SqliteCheckpointer(AsyncSqliteSaver):
             raise ValueError(f"synchronous must be 'normal' or 'full', not {synchronous!r}")
         super().__init__(conn, serde=serde)
         self.synchronous = synchronous
+        # checkpoint rows stored with the next job on the connection (`aput_with_next_write`)
+        self._deferred: list[tuple[Any, ...]] = []
 
     @classmethod
     @asynccontextmanager
@@ -100,7 +112,24 @@ class SqliteCheckpointer(AsyncSqliteSaver):
     ) -> AsyncIterator[SqliteCheckpointer]:
         # `timeout`: how long a commit waits for another process's write transaction.
         async with aiosqlite.connect(conn_string, timeout=30.0) as conn:
-            yield cls(conn, synchronous=synchronous)
+            saver = cls(conn, synchronous=synchronous)
+            try:
+                yield saver
+            finally:
+                await saver.flush()
+
+    async def alist(self, config: RunnableConfig | None, **kwargs: Any) -> AsyncIterator[CheckpointTuple]:
+        await self.flush()
+        async for item in super().alist(config, **kwargs):
+            yield item
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self.flush()
+        await super().adelete_thread(thread_id)
+
+    async def aget_delta_channel_history(self, *args: Any, **kwargs: Any) -> Any:
+        await self.flush()
+        return await super().aget_delta_channel_history(*args, **kwargs)
 
     async def setup(self) -> None:
         if self.is_setup:
@@ -109,19 +138,50 @@ class SqliteCheckpointer(AsyncSqliteSaver):
         async with self.lock:  # a connection setting: every commit from here on
             await self.conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
 
+    def _row(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata) -> tuple[Any, ...]:
+        conf = config["configurable"]
+        type_, blob = self.serde.dumps_typed(checkpoint)
+        meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
+        return (str(conf["thread_id"]), conf["checkpoint_ns"], checkpoint["id"], conf.get("checkpoint_id"), type_, blob, meta)
+
+    def _take_deferred(self) -> list[tuple[Any, ...]]:
+        rows, self._deferred = self._deferred, []
+        return rows
+
     async def aput(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
     ) -> RunnableConfig:
         if not self.is_setup:
             await self.setup()
-        conf = config["configurable"]
-        thread_id, checkpoint_ns = conf["thread_id"], conf["checkpoint_ns"]
-        type_, blob = self.serde.dumps_typed(checkpoint)
-        meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
-        row = (str(thread_id), checkpoint_ns, checkpoint["id"], conf.get("checkpoint_id"), type_, blob, meta)
+        row = self._row(config, checkpoint, metadata)
         async with self.lock:
-            await on_connection_thread(self.conn, _store, _PUT, (row,))
-        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}}
+            await on_connection_thread(self.conn, _store_all, [(_PUT, [*self._take_deferred(), row])])
+        return {"configurable": {"thread_id": row[0], "checkpoint_ns": row[1], "checkpoint_id": checkpoint["id"]}}
+
+    async def aput_with_next_write(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+    ) -> RunnableConfig:
+        """Store a checkpoint in the same transaction as the connection's next job (any
+        store or load, or closing), instead of a trip of its own now.
+
+        For a delegation's thread written by its parent's node (`FirstWrite`): the node's
+        own writes, stored right after it returns, carry it, so the thread and the
+        delegation's result reach the file together or not at all. Every read here sees
+        it (they run after it on the connection)."""
+        if not self.is_setup:
+            await self.setup()
+        row = self._row(config, checkpoint, metadata)
+        self._deferred.append(row)
+        return {"configurable": {"thread_id": row[0], "checkpoint_ns": row[1], "checkpoint_id": checkpoint["id"]}}
+
+    async def flush(self) -> None:
+        """Store the checkpoints waiting for the next job now."""
+        if not self._deferred:
+            return
+        async with self.lock:
+            rows = self._take_deferred()
+            if rows:
+                await on_connection_thread(self.conn, _store_all, [(_PUT, rows)])
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
@@ -136,7 +196,8 @@ class SqliteCheckpointer(AsyncSqliteSaver):
         ]
         verb = "REPLACE" if all(channel in WRITES_IDX_MAP for channel, _ in writes) else "IGNORE"
         async with self.lock:
-            await on_connection_thread(self.conn, _store, _PUT_WRITES.format(verb=verb), rows)
+            jobs = [(_PUT, self._take_deferred()), (_PUT_WRITES.format(verb=verb), rows)]
+            await on_connection_thread(self.conn, _store_all, jobs)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         if not self.is_setup:
@@ -147,7 +208,7 @@ class SqliteCheckpointer(AsyncSqliteSaver):
         writes_sql = pending_writes_sql(getattr(self, "_has_task_path", True))
         async with self.lock:
             found = await on_connection_thread(
-                self.conn, _load, str(conf["thread_id"]), checkpoint_ns, checkpoint_id, writes_sql
+                self.conn, _load, str(conf["thread_id"]), checkpoint_ns, checkpoint_id, writes_sql, self._take_deferred()
             )
         if found is None:
             return None

@@ -43,7 +43,8 @@ from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy, Send
 
-from supervisor_graph.checkpointers.compat import has_checkpointer, is_resuming
+from supervisor_graph.checkpointers.compat import checkpointer_of, has_checkpointer, is_resuming
+from supervisor_graph.checkpointers.first_write import first_write_config
 from supervisor_graph.nodes.context import using_request_context
 from supervisor_graph.nodes.delegation import RUN_IDENTITY_KEYS, DelegationRecord, record_answer, record_transcript
 from supervisor_graph.nodes.errors import ModelCallError
@@ -174,6 +175,7 @@ class _Journal:
         self.graph, self.config, self.durable = graph, config, durable
         self.messages: list[BaseMessage] = []
         self.saved = 0  # messages of the history already in the thread
+        self.exists = False  # the thread has a checkpoint (a re-run found one, or this task wrote one)
 
     async def load(self) -> None:
         if not self.durable:
@@ -181,6 +183,7 @@ class _Journal:
         state = await self.graph.aget_state(self.config)
         self.messages = list((state.values or {}).get("messages") or [])
         self.saved = len(self.messages)
+        self.exists = bool(state.values)
 
     async def save(self, history: list[BaseMessage], finish_reason: str | None = None) -> None:
         if not self.durable or (finish_reason is None and len(history) == self.saved):
@@ -188,8 +191,11 @@ class _Journal:
         values: dict[str, Any] = {"messages": history[self.saved :]}
         if finish_reason is not None:
             values["finish_reason"] = finish_reason
-        await self.graph.aupdate_state(self.config, values, as_node=SUPERVISOR_NODE)
+        # the thread's first write needs no read: its namespace is this task's own
+        config = self.config if self.exists else first_write_config(self.config, checkpointer_of(self.config))
+        await self.graph.aupdate_state(config, values, as_node=SUPERVISOR_NODE)
         self.saved = len(history)
+        self.exists = True
 
 
 class _Loop:

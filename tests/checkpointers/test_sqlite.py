@@ -138,3 +138,25 @@ async def test_memory_commits_with_the_synchronous_setting_asked_for(tmp_path, s
 def test_a_bad_synchronous_setting_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="sqlite_synchronous must be 'normal' or 'full'"):
         Memory(storage="file:x.db", sqlite_synchronous="off")  # type: ignore[arg-type]
+
+
+async def test_a_checkpoint_stored_with_the_next_write_is_read_listed_and_kept_at_close(tmp_path) -> None:
+    """`aput_with_next_write` (a delegation's thread): one transaction with the next job;
+    every read sees it, and closing the saver stores what is still waiting."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from supervisor_graph.checkpointers.sqlite import SqliteCheckpointer
+
+    path = str(tmp_path / "deferred.db")
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": "worker:1", "checkpoint_id": ""}}
+    async with SqliteCheckpointer.from_conn_string(path) as saver:
+        await saver.setup()
+        first = empty_checkpoint()
+        await saver.aput_with_next_write(config, first, {"source": "update", "step": 0}, {})
+        found = await saver.aget_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "worker:1"}})
+        assert found is not None and found.checkpoint["id"] == first["id"]
+        second = empty_checkpoint()
+        await saver.aput_with_next_write(config, second, {"source": "update", "step": 1}, {})
+    async with SqliteCheckpointer.from_conn_string(path) as saver:
+        listed = [c.checkpoint["id"] async for c in saver.alist({"configurable": {"thread_id": "t", "checkpoint_ns": "worker:1"}})]
+        assert sorted(listed) == sorted([first["id"], second["id"]])
