@@ -86,6 +86,10 @@ class Runner:
     def __init__(self) -> None:
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._events: dict[str, asyncio.Event] = {}
+        # threads whose outcomes an until-idle stream answers itself (count of streams)
+        self.watched: dict[str, int] = {}
+        # threads with an answering run scheduled (one at a time per thread)
+        self.answering: set[str] = set()
 
     def live(self, task_id: str) -> bool:
         task = self.tasks.get(task_id)
@@ -113,6 +117,9 @@ class Runner:
 
 
 runner = Runner()
+
+# how long an outcome waits for a busy thread before the thread's next call reports it
+ANSWER_WAIT = 600.0
 
 
 # -- one run's launcher --------------------------------------------------------------
@@ -178,6 +185,47 @@ class RunBackground:
         finally:
             await lease.release()
             runner.notify(self.thread_id)
+            self.answer_outcomes()
+
+    def answer_outcomes(self) -> None:
+        """Have the supervisor answer the thread's untold outcomes without waiting for a
+        user message (SPEC §12): at once when the thread is idle, right after the run that
+        holds it otherwise. An until-idle stream on the thread answers them itself."""
+        thread = self.thread_id
+        if runner.watched.get(thread) or thread in runner.answering:
+            return
+        runner.answering.add(thread)
+        task = asyncio.ensure_future(self._answer())
+        task.add_done_callback(lambda _: runner.answering.discard(thread))
+
+    async def _answer(self) -> None:
+        from supervisor_graph.prepare import _prepare
+        from supervisor_graph.run import _generate
+
+        memory = {"thread": self.thread_id, "resource": self.resource_id}
+        delay = 0.02
+        deadline = asyncio.get_running_loop().time() + ANSWER_WAIT
+        while not runner.watched.get(self.thread_id):
+            try:
+                run = await _prepare(self.agent, None, {"memory": memory}, notices_only=True)
+            except ThreadBusyError:  # a run holds the thread: answer right after it
+                if asyncio.get_running_loop().time() > deadline:
+                    log.warning("background outcomes of thread %r wait for its next run: it stayed busy", self.thread_id)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
+                continue
+            except Exception as exc:  # noqa: BLE001 - the next call on the thread reports them instead
+                log.warning("background outcomes of thread %r not answered now: %s", self.thread_id, type(exc).__name__)
+                return
+            if not run.input["messages"]:
+                await run.release(ran=False)
+                return
+            try:
+                await _generate(run)
+            except Exception as exc:  # noqa: BLE001 - as above
+                log.warning("answering background outcomes of thread %r failed: %s", self.thread_id, type(exc).__name__)
+            return
 
     async def _tries(self, launch: BackgroundLaunch, record: dict[str, Any], resume: Any) -> None:
         settings = launch.settings

@@ -46,6 +46,8 @@ class IdleStream(AgentStream):
         agent = run.agent
         results: list[GenerateResult] = []
         launched: set[str] = set()
+        thread = run.thread_id or ""
+        runner.watched[thread] = runner.watched.get(thread, 0) + 1  # this stream answers the outcomes
         try:
             stream: AgentStream | None = AgentStream(run)
             first = True
@@ -94,6 +96,11 @@ class IdleStream(AgentStream):
             if not isinstance(exc, Exception):
                 raise
         finally:
+            runner.watched[thread] -= 1
+            if not runner.watched[thread]:
+                del runner.watched[thread]
+                if run.background is not None:
+                    run.background.answer_outcomes()  # whatever ended after this stream stopped
             self._done = True
             self._changed.set()
 

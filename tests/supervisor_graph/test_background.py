@@ -65,19 +65,53 @@ async def test_stream_until_idle_reports_the_outcome(memory: Memory) -> None:
     assert not result.delegations or all(d.agent_id != "research-agent" for d in result.delegations[:1])
 
 
-async def test_plain_generate_returns_at_once_and_the_next_call_carries_the_outcome_once() -> None:
+async def test_plain_generate_returns_at_once_and_the_outcome_is_answered_without_a_new_call() -> None:
+    """SPEC §12: when the task ends and the thread is idle, the supervisor answers the
+    notice at once; `get_messages` shows both with no new call, and the next call does
+    not carry it again."""
     sub_model = ScriptedChatModel(policy=lambda m: "late facts", latency=0.2)
     boss, boss_model = team(sub_model)
     assert boss.memory is not None
     first = await boss.generate("go", memory={"thread": "bg-2"})
     assert first.text == "started, will report" and len(sub_model.calls) == 0  # not waited for
-    await asyncio.sleep(0.5)
+    for _ in range(100):
+        stored = await boss.memory.get_messages("bg-2")
+        if stored[-1].type == "ai" and str(stored[-1].content).startswith("reported: [Background task"):
+            break
+        await asyncio.sleep(0.05)
+    notices = [m for m in stored if m.additional_kwargs.get("background_task")]
+    assert len(notices) == 1 and "late facts" in str(stored[-1].content)
     boss_model.policy = lambda m: "seen: " + " | ".join(str(x.content).splitlines()[0] for x in m if isinstance(x, HumanMessage))  # type: ignore[assignment]
     second = await boss.generate("anything new?", memory={"thread": "bg-2"})
-    assert "[Background task" in second.text and "completed]" in second.text
-    third = await boss.generate("and now?", memory={"thread": "bg-2"})
+    assert second.text.count("completed]") == 1  # the history's one notice; no second one arrived
     notices = [m for m in await boss.memory.get_messages("bg-2") if m.additional_kwargs.get("background_task")]
-    assert len(notices) == 1 and third.text.count("completed]") == 1  # the one notice, not a second one
+    assert len(notices) == 1
+
+
+async def test_an_outcome_that_ends_while_a_run_holds_the_thread_is_answered_right_after_it() -> None:
+    sub_model = ScriptedChatModel(policy=lambda m: "quick facts", latency=0.05)
+    boss, boss_model = team(sub_model)
+    assert boss.memory is not None
+    await boss.generate("go", memory={"thread": "bg-busy"})
+    slow_answer = boss_model.policy
+
+    async def busy() -> None:  # a second user message whose run outlasts the task
+        boss_model.latency = 0.5
+        try:
+            await boss.generate("something else", memory={"thread": "bg-busy"})
+        finally:
+            boss_model.latency = 0.0
+
+    boss_model.policy = lambda m: slow_answer(m) if str(m[-1].content).startswith("[Background task") else "busy reply"  # type: ignore[assignment]
+    await busy()
+    for _ in range(100):
+        stored = await boss.memory.get_messages("bg-busy")
+        if str(stored[-1].content).startswith("reported: [Background task"):
+            break
+        await asyncio.sleep(0.05)
+    texts = [str(m.content) for m in stored if m.type == "ai"]
+    assert "busy reply" in texts and texts[-1].startswith("reported: [Background task")
+    assert len([m for m in stored if m.additional_kwargs.get("background_task")]) == 1
 
 
 async def test_timeouts_and_retries_run_the_hook_once_per_try() -> None:
