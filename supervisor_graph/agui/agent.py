@@ -125,6 +125,7 @@ class AGUIAgent:
         subagent_visibility: Literal["hidden", "attributed"] = "hidden",
         subagent_tool_results: Literal["full", "omit"] = "full",
         compat: Literal["mastra"] | None = None,
+        until_idle: bool = True,
     ) -> None:
         if not isinstance(agent, Agent | RemoteAgent):
             raise TypeError(f"AGUIAgent serves a supervisor_graph.Agent or RemoteAgent, not a {type(agent).__name__}")
@@ -139,6 +140,9 @@ class AGUIAgent:
         self.subagent_visibility = subagent_visibility
         self.subagent_tool_results = subagent_tool_results
         self.dialect = MASTRA if compat == "mastra" else SUPERVISOR_GRAPH
+        # a run that starts background tasks keeps its event stream open until each
+        # outcome is answered (SPEC §12); `forwardedProps: {"until_idle": false}` per run
+        self.until_idle = until_idle
         self.recent_runs: deque[RunRecord] = deque(maxlen=200)
         self._controllers: set[AbortController] = set()
         self._settling: set[asyncio.Future[Any]] = set()
@@ -431,7 +435,12 @@ class AGUIAgent:
                         timestamp=int(time.time() * 1000),
                     )
                     return
-                stream = await agent.stream(fresh, **options)
+                background = agent.background_tasks is not None and bool(agent.background_tasks.tools)
+                props = input.forwarded_props if isinstance(input.forwarded_props, dict) else {}
+                if background and props.get("until_idle", self.until_idle) is not False:
+                    stream = await agent.stream_until_idle(fresh, **options)
+                else:
+                    stream = await agent.stream(fresh, **options)
         except Exception as exc:  # noqa: BLE001 - refused before anything ran
             code, message = _error(exc, resuming)
             if code == "AGENT_ERROR":

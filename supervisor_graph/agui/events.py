@@ -19,6 +19,7 @@ from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
+    CustomEvent,
     ReasoningEncryptedValueEvent,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
@@ -207,6 +208,16 @@ class RunTranslator:
             self.graph_run_id = chunk.run_id
         handler: Callable[[StreamChunk], list[BaseEvent]] | None = getattr(self, "_on_" + chunk.type.replace("-", "_"), None)
         return handler(chunk) if handler is not None else []
+
+    def _on_background_task(self, chunk: StreamChunk) -> list[BaseEvent]:
+        """A background task started or ended (SPEC §12): a `CUSTOM` event named after the
+        chunk (`supervisor_graph.background-task-started`, ...) with its payload, which the
+        playground draws in the delegation tree."""
+        return [CustomEvent(name=f"supervisor_graph.{chunk.type}", value=dict(chunk.payload), timestamp=_now())]
+
+    _on_background_task_started = _on_background_task
+    _on_background_task_completed = _on_background_task
+    _on_background_task_failed = _on_background_task
 
     def _on_text_delta(self, chunk: StreamChunk) -> list[BaseEvent]:
         ns, delta = chunk.namespace, chunk.text
