@@ -141,6 +141,20 @@ function subCard(event) {
   app.subs.set(event.subagentRunId, card);
 }
 
+// a background task: a card in the tree while it runs, then its outcome
+function backgroundTask(event) {
+  const kind = (event.name || "").replace("supervisor_graph.", "");
+  const task = event.value || {};
+  const id = `bg:${task.task_id}`;
+  if (kind === "background-task-started") {
+    subCard({ name: `${task.agent_id || task.agent_key} (background)`, subagentRunId: id, parentToolCallId: task.tool_call_id });
+    app.subs.get(id)?.setAttribute("data-background", task.task_id);
+  } else if (kind === "background-task-completed" || kind === "background-task-failed") {
+    const done = kind === "background-task-completed";
+    finishSub(id, done ? "done" : "failed", `${task.status || (done ? "completed" : "failed")}, answered`);
+  }
+}
+
 function finishSub(id, state, label, usage) {
   const card = app.subs.get(id);
   if (!card) return;
@@ -273,6 +287,9 @@ function onEvent(event) {
     }
     case "SUBAGENT_ERROR":
       finishSub(event.subagentRunId, "failed", event.code === "CANCELLED" ? "cancelled" : "failed");
+      break;
+    case "CUSTOM":
+      backgroundTask(event);
       break;
     case "STATE_SNAPSHOT":
       showState(event.snapshot);
