@@ -17,10 +17,14 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
 from supervisor_graph.nodes.background import BackgroundSettings
+from supervisor_graph.nodes.background_control import control_schemas
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.versions import AgentOverride
 from supervisor_graph.nodes.working_memory import WorkingMemory
+
+# the background control plane's tools, offered to agents with background subagents
+CONTROL_SCHEMAS = control_schemas()
 
 __all__ = ["AgentSpec", "DELEGATION_PREFIX", "maybe_await", "with_refs_parameter"]
 
@@ -109,6 +113,8 @@ class AgentSpec:
         schemas: list[Any] = [*delegation, *own]
         if self.working_memory is not None:
             schemas.append(self.working_memory.tool_schema())
+        if self.background is not None:
+            schemas.extend(CONTROL_SCHEMAS)
         bound: Runnable[Any, Any] = model.bind_tools(schemas) if schemas else model
         if len(self._bound) >= 64:
             self._bound.clear()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
@@ -16,6 +16,7 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
+from supervisor_graph.nodes.background_control import CONTROL_TOOLS, answer_control_calls
 from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
@@ -269,6 +270,10 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         if not isinstance(response, AIMessage):
             raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
         response, errors = repair_calls(response)
+        if spec.background is not None and any(c["name"] in CONTROL_TOOLS for c in response.tool_calls):
+            control = [c for c in response.tool_calls if c["name"] in CONTROL_TOOLS]
+            tasks: Mapping[str, Any] = state.get("background_tasks") or {}  # type: ignore[assignment]
+            errors.extend(await answer_control_calls(control, handle.background, tasks))
         memory_update: dict[str, Any] = {}
         updates: list[tuple[ToolMessage, Any]] = []
         if spec.working_memory is not None and any(c["name"] == WORKING_MEMORY_TOOL for c in response.tool_calls):

@@ -17,7 +17,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -90,6 +90,8 @@ class Runner:
         self.watched: dict[str, int] = {}
         # threads with an answering run scheduled (one at a time per thread)
         self.answering: set[str] = set()
+        # task id -> why its asyncio task is being cancelled ("cancel" or "update")
+        self.requests: dict[str, str] = {}
 
     def live(self, task_id: str) -> bool:
         task = self.tasks.get(task_id)
@@ -179,13 +181,67 @@ class RunBackground:
             }
             if record["status"] in FINAL_STATUSES:
                 return
-            await self._tries(launch, record, resume)
+            while True:
+                try:
+                    await self._tries(launch, record, resume)
+                    break
+                except asyncio.CancelledError:
+                    request = runner.requests.pop(launch.task_id, None)
+                    if request is None:
+                        raise  # the process or the run is stopping
+                    current = asyncio.current_task()
+                    if current is not None:
+                        current.uncancel()  # a control-plane request, answered here
+                    record = await self.load(launch.task_id) or record
+                    if request == "cancel":
+                        record["status"], record["waiting"] = "cancelled", []
+                        record["result_text"] = f"The subagent {launch.agent_id!r} was cancelled by the supervisor."
+                        await self.save(record)
+                        break
+                    # update: the next try starts with the new instructions after the prompt
+                    launch = replace(launch, prompt=f"{launch.prompt}\n\nUpdated instructions: {record['instructions']}")
+                    resume = None
         except Exception as exc:  # noqa: BLE001 - a broken task is a failed task, never a silent one
             log.warning("background task %s could not run: %s", launch.task_id, type(exc).__name__, exc_info=exc)
         finally:
             await lease.release()
             runner.notify(self.thread_id)
             self.answer_outcomes()
+
+    # -- the control plane (nodes/background_control.py) -----------------------------
+
+    async def task_records(self) -> list[dict[str, Any]]:
+        return sorted(await self.records(), key=lambda r: str(r.get("task_id")))
+
+    async def _live_record(self, task_id: str, verb: str) -> dict[str, Any] | str:
+        from supervisor_graph.nodes.background_control import ControlError
+
+        record = await self.load(task_id)
+        if record is None or record.get("thread_id") != self.thread_id:
+            raise ControlError(f"there is no background task {task_id!r} in this conversation")
+        if record["status"] in FINAL_STATUSES:
+            return f"Task {task_id} has already ended ({record['status']}); there is nothing to {verb}."
+        if not runner.live(task_id):
+            raise ControlError(f"task {task_id} does not run in this process; it cannot be told to {verb} from here")
+        return record
+
+    async def cancel_task(self, task_id: str) -> str:
+        record = await self._live_record(task_id, "cancel")
+        if isinstance(record, str):
+            return record
+        runner.requests[task_id] = "cancel"
+        runner.tasks[task_id].cancel()
+        return f"Task {task_id} is being cancelled; you will be notified when it has stopped."
+
+    async def update_task(self, task_id: str, instructions: str) -> str:
+        record = await self._live_record(task_id, "update")
+        if isinstance(record, str):
+            return record
+        record["instructions"] = instructions
+        await self.save(record)
+        runner.requests[task_id] = "update"
+        runner.tasks[task_id].cancel()
+        return f"Task {task_id} goes on with the new instructions (its next try starts with them)."
 
     def answer_outcomes(self) -> None:
         """Have the supervisor answer the thread's untold outcomes without waiting for a

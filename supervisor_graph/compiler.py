@@ -126,7 +126,7 @@ def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSp
         SUPERVISOR_NODE,
         make_supervisor_node(spec),
         # a node reads the channels of its annotated state type unless told otherwise
-        input_schema=state_schema(True, background) if in_state else None,
+        input_schema=state_schema(in_state, background) if in_state or background else None,
         # the node raises ModelCallError around the provider's exception: judge the latter
         retry_policy=agent.retry_policy._replace(retry_on=unwrapping_retry_on(agent.retry_policy.retry_on))
         if agent.retry_policy is not None

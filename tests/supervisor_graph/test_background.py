@@ -236,3 +236,73 @@ def test_declaration_errors_name_what_to_fix() -> None:
         Agent(id="b", model=ScriptedChatModel(), agents={"research": research}, background_tasks={"tools": {"writer": {}}})
     with pytest.raises(ValueError, match="timeout_ms"):
         Agent(id="b", model=ScriptedChatModel(), agents={"research": research}, background_tasks={"tools": {"research": {"timeout_ms": 0}}})
+
+
+def control_team(then: Any) -> tuple[Agent, ScriptedChatModel, dict[str, str]]:
+    """A boss that starts one background research task (which runs until told otherwise)
+    and then makes the control calls `then(task_id, last message)` returns."""
+    started: dict[str, str] = {}
+    sub_model = ScriptedChatModel(policy=lambda m: "facts", latency=30)
+
+    def boss(messages: list[Any]) -> Any:
+        last = messages[-1]
+        text = str(last.content)
+        if isinstance(last, ToolMessage) and text.startswith("Background task started"):
+            started["id"] = text.split("Task ID: ")[1].split(".")[0]
+        if text.startswith("[Background task"):
+            return "noted: " + text.splitlines()[0]
+        if not started:
+            return delegate("research", "dig")
+        return then(started["id"], last)
+
+    research_agent = Agent(id="research-agent", description="Researches.", model=sub_model)
+    parent = Agent(
+        id="boss", model=ScriptedChatModel(policy=boss), agents={"research": research_agent}, memory=Memory(":memory:"),
+        background_tasks={"tools": {"research": {}}},
+    )
+    return parent, sub_model, started
+
+
+async def test_the_control_plane_checks_lists_and_updates_a_task() -> None:
+    """SPEC §12: check / list / update, answered by the host; bad ids are tool errors."""
+    from supervisor_graph.testing import tool_call
+
+    sub: list[ScriptedChatModel] = []
+
+    def then(task_id: str, last: Any) -> Any:
+        if isinstance(last, ToolMessage) and last.name == "agent-research":
+            return [tool_call("check_background_task", {"task_id": task_id}),
+                    tool_call("check_background_task", {"task_id": "bg_nope"}), tool_call("list_background_tasks")]
+        if isinstance(last, ToolMessage) and last.name == "list_background_tasks":
+            sub[0].latency = 0.0  # the updated try answers at once
+            return tool_call("update_background_task", {"task_id": task_id, "instructions": "only bees"})
+        return "waiting for the research"
+
+    parent, sub_model, started = control_team(then)
+    sub.append(sub_model)
+    result = await parent.generate_until_idle("go", memory={"thread": "control"}, max_steps=8)
+    tools = [m for m in result.messages if isinstance(m, ToolMessage) and m.name != "agent-research"]
+    check, bad, listed, update = tools
+    assert check.content.startswith(f"{started['id']} (agent-research): running, tries 1")
+    assert bad.status == "error" and "no background task 'bg_nope'" in bad.content
+    assert started["id"] in listed.content and "new instructions" in update.content
+    assert result.text == f"noted: [Background task {started['id']} completed]"
+    # the update reached the task: its next try started with the new instructions
+    assert any(str(call[-1].content).endswith("Updated instructions: only bees") for call in sub_model.calls)
+
+
+async def test_the_control_plane_cancels_a_task() -> None:
+    from supervisor_graph.testing import tool_call
+
+    def then(task_id: str, last: Any) -> Any:
+        if isinstance(last, ToolMessage) and last.name == "agent-research":
+            return tool_call("cancel_background_task", {"task_id": task_id})
+        return "cancelling"
+
+    parent, _, started = control_team(then)
+    result = await parent.generate_until_idle("go", memory={"thread": "cancel"})
+    [cancel] = [m for m in result.messages if isinstance(m, ToolMessage) and m.name == "cancel_background_task"]
+    assert "being cancelled" in cancel.content
+    assert result.text == f"noted: [Background task {started['id']} cancelled]"
+    [task] = await parent.memory.list_background_tasks("cancel")
+    assert task.status == "cancelled"

@@ -1,0 +1,126 @@
+"""The background control plane (SPEC §12): tools a supervisor with background
+subagents is offered to look after its tasks, as deepagents' async subagents have.
+
+`check_background_task(task_id)`, `list_background_tasks()`,
+`cancel_background_task(task_id)` and `update_background_task(task_id, instructions)`
+are answered in the supervisor's own step, like working-memory updates: by the run's
+host when it has one (the run facade's, whose records hold every try), else from the
+task records checkpointed in the thread (reading works everywhere; cancelling and
+updating need the host that runs the task). A bad id is a tool error the model sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from langchain_core.messages import ToolCall, ToolMessage
+
+__all__ = [
+    "CONTROL_TOOLS",
+    "BackgroundControl",
+    "ControlError",
+    "answer_control_calls",
+    "control_schemas",
+    "describe_task",
+]
+
+CHECK, LIST, CANCEL, UPDATE = (
+    "check_background_task",
+    "list_background_tasks",
+    "cancel_background_task",
+    "update_background_task",
+)
+CONTROL_TOOLS = frozenset({CHECK, LIST, CANCEL, UPDATE})
+
+_TASK_ID = {"task_id": {"type": "string", "description": "The id from the 'Background task started' result."}}
+
+
+def control_schemas() -> list[dict[str, Any]]:
+    """The four tools as the supervisor model sees them."""
+
+    def tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+        parameters = {"type": "object", "properties": properties, "required": required}
+        return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+    return [
+        tool(CHECK, "Status of a background task (running, completed, failed, timed_out, cancelled), its tries, and its "
+             "result once it has ended.", _TASK_ID, ["task_id"]),
+        tool(LIST, "The background tasks of this conversation, one line each.", {}, []),
+        tool(CANCEL, "Cancel a running background task; you will be notified that it was cancelled.", _TASK_ID, ["task_id"]),
+        tool(
+            UPDATE,
+            "Give a running background task new instructions: it goes on with them as its next input.",
+            {**_TASK_ID, "instructions": {"type": "string", "description": "What the task should do now."}},
+            ["task_id", "instructions"],
+        ),
+    ]
+
+
+class ControlError(ValueError):
+    """A control call that cannot be answered (unknown id, nothing hosts the task): the
+    model sees the message as a tool error."""
+
+
+class BackgroundControl(Protocol):
+    """What a host answers (`supervisor_graph.background.RunBackground`)."""
+
+    async def task_records(self) -> list[dict[str, Any]]: ...
+
+    async def cancel_task(self, task_id: str) -> str: ...
+
+    async def update_task(self, task_id: str, instructions: str) -> str: ...
+
+
+def describe_task(record: Mapping[str, Any], *, full: bool) -> str:
+    """One task as a line (`full`: with its result text when it has ended)."""
+    line = f"{record.get('task_id')} (agent-{record.get('agent_key')}): {record.get('status')}, tries {record.get('tries', 0)}"
+    if record.get("waiting"):
+        line += ", waiting for an approval"
+    if full and record.get("result_text"):
+        line += f"\n{record['result_text']}"
+    return line
+
+
+def _find(records: list[dict[str, Any]], task_id: Any) -> dict[str, Any]:
+    for record in records:
+        if record.get("task_id") == task_id:
+            return record
+    known = ", ".join(str(r.get("task_id")) for r in records) or "none"
+    raise ControlError(f"there is no background task {task_id!r} in this conversation (tasks: {known})")
+
+
+async def _answer(call: ToolCall, host: BackgroundControl | None, state_records: Mapping[str, Any]) -> str:
+    args = call.get("args") or {}
+    records = await host.task_records() if host is not None else [dict(r, task_id=k) for k, r in state_records.items()]
+    name = call["name"]
+    if name == LIST:
+        return "\n".join(describe_task(r, full=False) for r in records) or "No background tasks in this conversation."
+    task_id = args.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        raise ControlError(f"{name} needs a task_id (a string)")
+    record = _find(records, task_id)
+    if name == CHECK:
+        return describe_task(record, full=True)
+    if host is None:
+        raise ControlError(f"{name}: nothing hosts background tasks where this graph runs; the task goes on as it is")
+    if name == CANCEL:
+        return await host.cancel_task(task_id)
+    instructions = args.get("instructions")
+    if not isinstance(instructions, str) or not instructions.strip():
+        raise ControlError("update_background_task needs instructions (a non-empty string)")
+    return await host.update_task(task_id, instructions)
+
+
+async def answer_control_calls(
+    calls: list[ToolCall], host: BackgroundControl | None, state_records: Mapping[str, Any]
+) -> list[ToolMessage]:
+    """A result for each control call of a turn, in call order."""
+    out = []
+    for call in calls:
+        try:
+            text, status = await _answer(call, host, state_records), "success"
+        except ControlError as exc:
+            text, status = f"Error: {exc}", "error"
+        out.append(ToolMessage(content=text, tool_call_id=call["id"] or "", name=call["name"], status=status))
+    return out
