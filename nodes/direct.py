@@ -8,7 +8,9 @@ started, whoever drives the graph (the run facade, `graph.ainvoke` / `astream`, 
 `langgraph dev`, Aegra). Its delegation thread is written in one checkpoint at the end
 (`aupdate_state` on the subagent's graph, in the delegation's namespace), so
 `get_messages(sub_agent_thread_id)`, `list_threads` and `get_state` of that namespace
-read what a subgraph run left there.
+read what a subgraph run left there. That first write reads nothing (the namespace is
+this task's own: `checkpointers/first_write.py`) and, on sqlite, is stored in the same
+transaction as the node's own writes.
 
 Pauses (approval, `suspend()`) keep LangGraph's semantics without a nested loop. Before
 the run pauses, the subagent's progress is saved in its delegation thread (the journal);
@@ -46,7 +48,13 @@ from langgraph.types import Command, RetryPolicy, Send
 from supervisor_graph.checkpointers.compat import checkpointer_of, has_checkpointer, is_resuming
 from supervisor_graph.checkpointers.first_write import first_write_config
 from supervisor_graph.nodes.context import using_request_context
-from supervisor_graph.nodes.delegation import RUN_IDENTITY_KEYS, DelegationRecord, record_answer, record_transcript
+from supervisor_graph.nodes.delegation import (
+    RUN_IDENTITY_KEYS,
+    DelegationRecord,
+    check_json,
+    record_answer,
+    record_transcript,
+)
 from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
@@ -159,6 +167,8 @@ async def run_directly(
             await run.on_chain_end({"paused": True})
         await journal.save(history)
         values = handle.request_context.fork(RUN_IDENTITY_KEYS).to_dict()
+        if handle.durable:  # the Send is checkpointed: a clear error beats a failed save
+            check_json(values, f"delegation to {spec.agent_id!r}")
         return Command(goto=Send(key, {**task, RESUME_NS_KEY: namespace, "request_context": values}))
     await journal.save(history, finish_reason=outcome)
     record_answer(record, {"messages": history, "finish_reason": outcome})
