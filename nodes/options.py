@@ -176,6 +176,11 @@ class RunContext(BaseModel):
         description="The run's request context (RequestContext values): tools, hooks, dynamic instructions and "
         "models read it; each delegation gets a copy.",
     )
+    background_task: dict[str, Any] | None = Field(
+        default=None,
+        description="Set by supervisor-graph when a LangGraph server runs a background delegation as a run of its "
+        "own: the run goes straight to that delegation and reports its outcome to the parent thread.",
+    )
     versions: VersionSelection | None = Field(
         default=None,
         description='Stored agent versions to run instead of code definitions, e.g. {"agents": {"research-agent": '

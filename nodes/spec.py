@@ -97,6 +97,9 @@ class AgentSpec:
     # prepare (Studio, servers, `graph.ainvoke`); given by the compiler, which knows how
     # versions are stored
     versions_for: Callable[[Any, Any], Any] | None = None
+    # (a node's config) -> the LangGraph server hosting background delegations of the run,
+    # or None (the graph is not driven by a server); given by the compiler
+    server_host_for: Callable[[Any], Any] | None = None
     # (id(model), with refs, tool subset) -> (model, bound model); holding the model keeps
     # its id from being reused while the entry lives
     _bound: dict[tuple[int, bool, frozenset[str] | None], tuple[Any, Runnable[Any, Any]]] = field(default_factory=dict)

@@ -16,9 +16,10 @@ import logging
 import weakref
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
@@ -34,6 +35,7 @@ from supervisor_graph.nodes.delegation import (
     DelegationRecord,
     HookFailed,
     apply_message_filter,
+    failure_text,
     finish_delegation,
     model_view,
     record_answer,
@@ -165,6 +167,20 @@ def make_subagent_node(
                 },
             }
             context = RunContext.for_run(sub_opts, sub_handle)
+
+            async def _execute() -> Command[Any] | None:
+                if can_run_directly(sub_spec, sub_opts, per_parent_thread):
+                    return await run_directly(sub_spec, graph, task, sub_config, sub_opts, sub_handle, runtime, task_ns, record, key)
+                if per_parent_thread and thread_id is not None:
+                    lock = _thread_locks.get(thread_id)
+                    if lock is None:
+                        lock = _thread_locks[thread_id] = asyncio.Lock()
+                    async with lock:
+                        await _run(graph, prompt, sub_config, context, record)
+                else:
+                    await _run(graph, prompt, sub_config, context, record)
+                return None
+
             settings = parent.background.for_key(key) if parent.background is not None else None
             if settings is not None and handle.background is not None:
                 return _launch_background(
@@ -184,6 +200,13 @@ def make_subagent_node(
                     ),
                     emit,
                 )
+            server_task = task.get("background_run")
+            if settings is not None and server_task is None and parent.server_host_for is not None:
+                host = parent.server_host_for(config)
+                if host is not None:  # a LangGraph server drives the graph: its queue hosts the task
+                    return await _launch_on_server(host, task, handle, key, agent_id, prompt, settings, task_ns, emit)
+            if server_task is not None:
+                return await _run_server_task(parent, server_task, settings, record, emit, config, task_ns, lambda: _execute())
             if settings is not None and key not in _warned_inline:
                 # no host (a plain graph.ainvoke): SPEC §12 says so once, and it runs inline
                 _warned_inline.add(key)
@@ -192,18 +215,9 @@ def make_subagent_node(
                     "driven directly (generate / stream with a thread, or the *_until_idle calls, host them)",
                     key,
                 )
-            if can_run_directly(sub_spec, sub_opts, per_parent_thread):
-                handoff = await run_directly(sub_spec, graph, task, sub_config, sub_opts, sub_handle, runtime, task_ns, record, key)
-                if handoff is not None:
-                    return handoff  # it pauses as the first action of a fresh task
-            elif per_parent_thread and thread_id is not None:
-                lock = _thread_locks.get(thread_id)
-                if lock is None:
-                    lock = _thread_locks[thread_id] = asyncio.Lock()
-                async with lock:
-                    await _run(graph, prompt, sub_config, context, record)
-            else:
-                await _run(graph, prompt, sub_config, context, record)
+            handoff = await _execute()
+            if handoff is not None:
+                return handoff  # it pauses as the first action of a fresh task
         except GraphBubbleUp:
             raise  # interrupts and parent commands belong to LangGraph
         except Exception as exc:  # noqa: BLE001 - a failed subagent is a failed tool result
@@ -265,3 +279,84 @@ async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunCont
     finally:
         record_transcript(record, latest)
     record_answer(record, latest)
+
+
+def _started_update(task_id: str, key: str, agent_id: str, call: Any, prompt: str, emit: Emitter, **where: Any) -> Command[Any]:
+    """The supervisor's answer for a task that has started, and its record in the state."""
+    started = {"task_id": task_id, "agent_key": key, "agent_id": agent_id, "tool_call_id": call["id"] or "", "prompt": prompt}
+    emit("background-task-started", started)
+    message = ToolMessage(
+        content=started_text(task_id, call["name"]),
+        tool_call_id=call["id"] or "",
+        name=call["name"],
+        artifact={"agent_id": agent_id, "background_task_id": task_id, "success": True},
+    )
+    record = {**started, "status": "running", "tries": 0, "result_text": None, **where}
+    del record["prompt"]
+    return Command(update={"messages": [message], "background_tasks": {task_id: record}}, goto=SUPERVISOR_NODE)
+
+
+async def _launch_on_server(
+    host: Any, task: dict[str, Any], handle: RunHandle, key: str, agent_id: str, prompt: str, settings: Any, ns: str, emit: Emitter
+) -> Command[Any]:
+    """Start the delegation as a run of this graph on a thread of its own (SPEC §12)."""
+    call = task["call"]
+    parent_thread = handle.thread_id or ""
+    task_id = task_id_of(parent_thread, ns, call["id"] or "")
+    handle.delegations.pop(call["id"] or "", None)  # its outcome arrives as a notice, not a result
+    server_task = {
+        "task_id": task_id,
+        "key": key,
+        "agent_id": agent_id,
+        "parent_thread": parent_thread,
+        "tool_call_id": call["id"] or "",
+        "tool_name": call["name"],
+        "prompt": prompt,
+        "request_context": task.get("request_context"),
+        "timeout_ms": settings.timeout_ms,
+        "retries": settings.retries,
+    }
+    where = await host.start(server_task)
+    return _started_update(task_id, key, agent_id, call, prompt, emit, **where)
+
+
+async def _run_server_task(
+    parent: AgentSpec,
+    server_task: dict[str, Any],
+    settings: Any,
+    record: DelegationRecord,
+    emit: Emitter,
+    config: RunnableConfig,
+    ns: str,
+    execute: Any,
+) -> Command[Any]:
+    """This run is a background task the server hosts: run the delegation (tries, timeout),
+    report its outcome to the parent thread, and end."""
+    timeout = server_task.get("timeout_ms")
+    retries = int(server_task.get("retries") or 0)
+    status = "failed"
+    for _ in range(retries + 1):
+        record.success, record.error = True, None
+        try:
+            await asyncio.wait_for(execute(), timeout / 1000 if timeout else None)
+            status = "completed" if record.success else "failed"
+        except TimeoutError:
+            status = "timed_out"
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the notice says it failed, generically
+            log_failure(log, logging.WARNING, "background task of %r failed", original_error(exc), record.agent_id)
+            status = "failed"
+        if status == "completed":
+            break
+    if status == "completed":
+        text = record.text
+    elif status == "timed_out":
+        text = f"The subagent {record.agent_id!r} ran longer than {timeout} ms and was stopped."
+    else:
+        text = failure_text(record.agent_id)
+    emit("background-task-completed" if status == "completed" else "background-task-failed", {"task_id": server_task["task_id"], "status": status})
+    host = parent.server_host_for(config) if parent.server_host_for is not None else None
+    if host is not None:
+        await host.report(server_task, status, text)
+    return Command(update={"messages": [AIMessage(content=text)], "finish_reason": "stop"}, goto=END)

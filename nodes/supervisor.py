@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END
 from langgraph.runtime import Runtime
-from langgraph.types import Command, Overwrite
+from langgraph.types import Command, Overwrite, Send
 
 from supervisor_graph.nodes.background_control import CONTROL_TOOLS, answer_control_calls
 from supervisor_graph.nodes.errors import ModelCallError
@@ -225,6 +225,9 @@ def end_update(state: SupervisorState, finish_reason: str, messages: Sequence[Ba
 
 def make_supervisor_node(spec: AgentSpec) -> Any:
     async def supervisor(state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
+        ctx = runtime.context if runtime is not None else None
+        if isinstance(ctx, RunContext) and ctx.background_task and spec.background is not None:
+            return server_task_start(ctx.background_task)  # this run is a background task a server hosts
         messages = state.get("messages") or []
         if results_pending(messages, spec.client_tools):
             return None  # a longer parallel branch will bring the last result
@@ -319,6 +322,16 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         return command
 
     return supervisor
+
+
+def server_task_start(task: Mapping[str, Any]) -> Command[Any]:
+    """The first step of a background task's own run on a LangGraph server: straight to
+    its delegation (nodes/subagent.py runs it and reports the outcome)."""
+    call = {"name": task["tool_name"], "args": {"prompt": task["prompt"]}, "id": task["tool_call_id"], "type": "tool_call"}
+    payload = {"call": call, "key": task["key"], "prompt": task["prompt"], "max_steps": None, "background_run": dict(task)}
+    if task.get("request_context") is not None:
+        payload["request_context"] = task["request_context"]
+    return Command(goto=Send(task["key"], payload))
 
 
 def route_turn(

@@ -43,6 +43,7 @@ from supervisor_graph.nodes.supervisor import make_supervisor_node
 from supervisor_graph.nodes.task_complete import make_task_complete_node
 from supervisor_graph.nodes.tools import make_tools_node
 from supervisor_graph.remote import RemoteAgent
+from supervisor_graph.server_background import server_host
 from supervisor_graph.tools import is_client_tool
 from supervisor_graph.versions import resolver_for
 
@@ -103,6 +104,7 @@ def build_spec(agent: Agent) -> AgentSpec:
         retry_policy=agent.retry_policy,
         background=agent.background_tasks if agent.background_tasks is not None and agent.background_tasks.tools else None,
         versions_for=resolver_for,
+        server_host_for=server_host,
     )
     if model is not None:
         spec.bind(model)  # bind at compile time, not on the first call

@@ -1,6 +1,6 @@
 """A supervisor whose research subagent is declared to run in the background, served by
-`langgraph dev` in the Studio tests: without the run facade nothing hosts a background
-task, so the delegation runs inline and the run answers with its result."""
+`langgraph dev` in the Studio tests: the server hosts the task as a run of this graph on
+a thread of its own, and the outcome comes back to the parent thread as a new run."""
 
 from __future__ import annotations
 
@@ -13,12 +13,15 @@ from supervisor_graph.testing import ScriptedChatModel, delegate
 
 
 def _boss(messages: list[Any]) -> Any:
-    if isinstance(messages[-1], ToolMessage):
-        return f"research says: {messages[-1].content}"
+    last = messages[-1]
+    if isinstance(last, ToolMessage):
+        return f"research says: {last.content}"
+    if str(last.content).startswith("[Background task"):
+        return "reported: " + " / ".join(str(last.content).splitlines())
     return delegate("research", "dig")
 
 
-research = Agent(id="research-agent", description="Researches.", model=ScriptedChatModel(policy=lambda m: "inline facts"))
+research = Agent(id="research-agent", description="Researches.", model=ScriptedChatModel(policy=lambda m: "server facts"))
 agent = Agent(
     id="boss",
     model=ScriptedChatModel(policy=_boss),

@@ -9,6 +9,7 @@ CLI analytics, no tracing. Its process group is killed even when a test fails.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,13 +157,26 @@ async def test_a_run_with_approval_resumed_by_command_then_a_second_run(server: 
     assert len(notes) == 2 and state["values"]["messages"][-1]["content"].startswith("Here is your article on owls.")
 
 
-async def test_a_background_delegation_runs_inline_without_the_facade(server: str) -> None:
-    """SPEC §12: the platform drives the graph without the run facade, so a delegation
-    declared as background runs inline, and the run still answers with its result."""
+async def test_a_background_delegation_is_a_server_run_whose_outcome_is_answered(server: str) -> None:
+    """SPEC §12: under `langgraph dev` (no configuration) a background delegation is a run
+    of the graph on a thread of its own; its outcome reaches the parent thread as a new
+    run, which the supervisor answers without a user message."""
     client = get_client(url=server)
     thread = await client.threads.create()
-    await _stream(client, thread["thread_id"], "background", input={"messages": [{"role": "user", "content": "go"}]})
-    state = await client.threads.get_state(thread["thread_id"])
+    tid = thread["thread_id"]
+    await _stream(client, tid, "background", input={"messages": [{"role": "user", "content": "go"}]})
+    state = await client.threads.get_state(tid)
+    assert state["values"]["messages"][-1]["content"].startswith("research says: Background task started")
+    [(task_id, record)] = state["values"]["background_tasks"].items()
+    assert record["status"] == "running" and record["server_thread"]
+    deadline = asyncio.get_running_loop().time() + 60
+    while not str(state["values"]["messages"][-1]["content"]).startswith("reported:"):
+        assert asyncio.get_running_loop().time() < deadline, state["values"]["messages"][-1]
+        await asyncio.sleep(0.2)
+        state = await client.threads.get_state(tid)
     messages = state["values"]["messages"]
-    assert messages[-1]["content"] == "research says: inline facts" and not state["interrupts"]
-    assert not state["values"].get("background_tasks")
+    assert messages[-1]["content"] == f"reported: [Background task {task_id} completed] / server facts"
+    notices = [m for m in messages if (m.get("additional_kwargs") or {}).get("background_task")]
+    assert len(notices) == 1 and state["values"]["background_tasks"][task_id]["status"] == "completed"
+    task_thread = await client.threads.get_state(record["server_thread"])
+    assert task_thread["values"]["messages"][-1]["content"] == "server facts"  # the task ran on its own thread

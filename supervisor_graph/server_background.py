@@ -1,0 +1,104 @@
+"""Background delegations hosted by a LangGraph API server (SPEC §12): `langgraph dev`,
+LangGraph Platform, Aegra.
+
+Where the server drives the graph there is no run facade to host a task, but there is a
+deployment with a run queue, workers and crash recovery. A background delegation becomes
+a run of the *same* graph on a thread of its own, started with the context field
+`background_task`: that run goes straight to the subagent's node (the supervisor's first
+step sees the field), runs the delegation, and sends its outcome to the parent thread as
+a new run (`multitask_strategy="enqueue"`, so it queues behind a busy run and never runs
+beside it), whose input is the notice and the task's final record: the supervisor answers
+it without a user message. The server's queue runs the task on any worker and re-runs it
+after a crash; a notice is not sent twice for a task the parent already knows has ended.
+
+The client is the server's in-process one (`langgraph_sdk.get_client()` inside
+`langgraph dev` / LangGraph Platform), or the URL in `SUPERVISOR_GRAPH_SERVER_URL`
+(Aegra, or any server that offers no in-process client).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from langchain_core.messages import message_to_dict
+from langchain_core.runnables import RunnableConfig
+
+from supervisor_graph.nodes.background import FINAL_STATUSES, notice
+
+__all__ = ["SERVER_URL_ENV", "ServerHost", "server_host"]
+
+log = logging.getLogger("supervisor_graph")
+
+SERVER_URL_ENV = "SUPERVISOR_GRAPH_SERVER_URL"
+
+
+def _graph_id(config: RunnableConfig) -> str | None:
+    configurable = config.get("configurable") or {}
+    metadata = config.get("metadata") or {}
+    value = configurable.get("graph_id") or metadata.get("graph_id") or configurable.get("assistant_id") or metadata.get("assistant_id")
+    return str(value) if value else None
+
+
+def _on_server(config: RunnableConfig) -> bool:
+    metadata = config.get("metadata") or {}
+    return bool(os.environ.get(SERVER_URL_ENV) or metadata.get("langgraph_api_version"))
+
+
+class ServerHost:
+    """Starts background delegations as server runs and reports their outcomes."""
+
+    def __init__(self, graph_id: str) -> None:
+        self.graph_id = graph_id
+
+    def _client(self) -> Any:
+        from langgraph_sdk import get_client
+
+        return get_client(url=os.environ.get(SERVER_URL_ENV) or None, api_key=None)
+
+    async def start(self, task: dict[str, Any]) -> dict[str, Any]:
+        """Start the task's run; returns where it runs (`server_thread`, `server_run`)."""
+        client = self._client()
+        thread = await client.threads.create(
+            metadata={"supervisor_graph_parent_thread": task["parent_thread"], "supervisor_graph_task_id": task["task_id"]}
+        )
+        run = await client.runs.create(
+            thread["thread_id"],
+            self.graph_id,
+            input={"messages": [{"type": "human", "content": task["prompt"]}]},
+            context={"background_task": task},
+        )
+        return {"server_thread": thread["thread_id"], "server_run": run["run_id"]}
+
+    async def report(self, task: dict[str, Any], status: str, text: str) -> None:
+        """Send the outcome to the parent thread as a new run, unless the parent already
+        knows it (the task's run was re-run after a crash that followed the report)."""
+        client = self._client()
+        parent = task["parent_thread"]
+        try:
+            state = await client.threads.get_state(parent)
+            known = ((state.get("values") or {}).get("background_tasks") or {}).get(task["task_id"]) or {}
+            if known.get("status") in FINAL_STATUSES:
+                return
+        except Exception as exc:  # noqa: BLE001 - reporting twice is better than not at all
+            log.debug("background task %s: parent state unreadable (%s)", task["task_id"], type(exc).__name__)
+        message = message_to_dict(notice(task["task_id"], task["key"], status, text))
+        record = {"status": status, "result_text": text}
+        await client.runs.create(
+            parent,
+            self.graph_id,
+            input={"messages": [{"type": "human", **message["data"]}], "background_tasks": {task["task_id"]: record}},
+            multitask_strategy="enqueue",
+        )
+
+
+def server_host(config: RunnableConfig) -> ServerHost | None:
+    """The host for background delegations of a run the server drives (None elsewhere)."""
+    if not _on_server(config):
+        return None
+    graph_id = _graph_id(config)
+    if graph_id is None:
+        log.warning("background delegation on a server, but the run names no graph_id: it runs inline")
+        return None
+    return ServerHost(graph_id)
