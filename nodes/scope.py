@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -16,11 +17,28 @@ from supervisor_graph.nodes.versions import VERSIONS_KEY
 __all__ = ["run_scope", "with_version"]
 
 
+# a run's handles when it has no context, by LangGraph's per-run control object (which
+# takes no weak references: the most recent runs are kept, each with its control object
+# so that its id cannot be reused while the entry lives)
+_RECENT_RUNS = 128
+_by_run: OrderedDict[int, tuple[Any, dict[str, RunHandle]]] = OrderedDict()
+
+
+def _run_handles(control: Any) -> dict[str, RunHandle]:
+    entry = _by_run.get(id(control))
+    if entry is None or entry[0] is not control:
+        entry = _by_run[id(control)] = (control, {})
+        if len(_by_run) > _RECENT_RUNS:
+            _by_run.popitem(last=False)
+    return entry[1]
+
+
 def run_scope(spec: AgentSpec, config: RunnableConfig, runtime: Runtime[Any] | None) -> tuple[RunOptions, RunHandle]:
     """Options and handle for this node: attached by `generate()` or a parent delegation,
     or built from the agent's defaults when the graph is driven directly (plain
     `ainvoke`, LangGraph Studio)."""
     ctx = runtime.context if runtime is not None else None
+    control = None
     if isinstance(ctx, RunContext):
         opts = ctx.effective(spec.defaults)
         handle = ctx.handle
@@ -28,6 +46,14 @@ def run_scope(spec: AgentSpec, config: RunnableConfig, runtime: Runtime[Any] | N
             return opts, handle
     else:
         opts = spec.defaults
+        # no context (a plain `graph.ainvoke(input)`): LangGraph's run control object is the
+        # one thing every node of this run shares, so the run's handle (its result
+        # references, delegation records, request context) is kept under it
+        control = getattr(runtime, "control", None)
+        if control is not None:
+            known = _run_handles(control).get(spec.agent_id)
+            if known is not None:
+                return opts, known
     configurable = config.get("configurable") or {}
     run_id = config.get("run_id") or (config.get("metadata") or {}).get("run_id") or uuid.uuid4()
     if isinstance(ctx, RunContext) and ctx.request_context is not None:
@@ -48,6 +74,8 @@ def run_scope(spec: AgentSpec, config: RunnableConfig, runtime: Runtime[Any] | N
     if isinstance(ctx, RunContext):
         # Keep one handle for the whole run so every node sees the same request context.
         ctx._handle = handle
+    elif control is not None:
+        _run_handles(control)[spec.agent_id] = handle
     return opts, handle
 
 
