@@ -757,7 +757,7 @@ def _peer_targets(r: Results) -> list[Target]:
     if not r.peers or not r.peers["cells"]:
         return []
     cells = r.peers["cells"]
-    names = [n for n in next(iter(cells.values())) if n not in ("ours", "incumbent", "floor", "floor_stock")]
+    names = [n for n in next(iter(cells.values())) if n not in ("ours", "ours_graph", "incumbent", "floor", "floor_stock")]
     if not names:
         return []
     ratios = [
