@@ -147,9 +147,11 @@ def server_alive(proc: subprocess.Popen[str]) -> bool:
 
 
 @contextmanager
-def aegra_server(aegra: str, config: Path, env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str], Path]]:
-    """One `aegra serve` on a free loopback port: (url, process, log file)."""
-    port = free_port()
+def aegra_server(
+    aegra: str, config: Path, env: dict[str, str], port: int | None = None
+) -> Iterator[tuple[str, subprocess.Popen[str], Path]]:
+    """One `aegra serve` on `port` (a free loopback port by default): (url, process, log file)."""
+    port = port or free_port()
     url, log = f"http://127.0.0.1:{port}", config.parent / f"aegra-{port}.log"
     command = [aegra, "serve", "--host", "127.0.0.1", "--port", str(port), "--config", str(config)]
     with running(command, f"{url}/health", env=env, log=log, cwd=config.parent) as proc:

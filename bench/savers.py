@@ -82,12 +82,15 @@ class _CountingMixin:
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        self._count_checkpoint(config, checkpoint, metadata)
+        return await super().aput(config, checkpoint, metadata, new_versions)  # type: ignore[misc,no-any-return]
+
+    def _count_checkpoint(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata) -> None:
         counts = self.counts
         counts.checkpoints += 1
         if (config.get("configurable") or {}).get("checkpoint_ns"):
             counts.nested_checkpoints += 1
         counts.checkpoint_bytes += self._size(checkpoint) + self._size(dict(metadata))
-        return await super().aput(config, checkpoint, metadata, new_versions)  # type: ignore[misc,no-any-return]
 
     async def aput_writes(
         self,
@@ -119,6 +122,17 @@ class CountingSqliteCheckpointer(_CountingMixin, SqliteCheckpointer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.counts = Counts()
+
+    async def aput_with_next_write(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        # a checkpoint all the same: stored with the next write instead of a trip of its own
+        self._count_checkpoint(config, checkpoint, metadata)
+        return await super().aput_with_next_write(config, checkpoint, metadata, new_versions)  # type: ignore[misc,no-any-return]
 
 
 COUNTING = (CountingInMemorySaver, CountingSqliteSaver, CountingSqliteCheckpointer)

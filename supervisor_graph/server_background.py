@@ -49,8 +49,22 @@ def _on_server(config: RunnableConfig) -> bool:
 class ServerHost:
     """Starts background delegations as server runs and reports their outcomes."""
 
-    def __init__(self, graph_id: str) -> None:
-        self.graph_id = graph_id
+    def __init__(self, graph_id: str | None) -> None:
+        self.graph_id = graph_id  # None: found on the parent thread (Aegra names none in the run)
+
+    async def _graph(self, client: Any, task: dict[str, Any]) -> str:
+        if task.get("graph_id"):
+            return str(task["graph_id"])
+        if self.graph_id is None:
+            metadata = (await client.threads.get(task["parent_thread"])).get("metadata") or {}
+            found = metadata.get("graph_id") or metadata.get("assistant_id")
+            if not found:
+                raise RuntimeError(
+                    "background task: neither the run nor its thread names the server's graph (graph_id / assistant_id)"
+                )
+            self.graph_id = str(found)
+        task["graph_id"] = self.graph_id
+        return self.graph_id
 
     def _client(self) -> Any:
         from langgraph_sdk import get_client
@@ -60,12 +74,13 @@ class ServerHost:
     async def start(self, task: dict[str, Any]) -> dict[str, Any]:
         """Start the task's run; returns where it runs (`server_thread`, `server_run`)."""
         client = self._client()
+        graph_id = await self._graph(client, task)
         thread = await client.threads.create(
             metadata={"supervisor_graph_parent_thread": task["parent_thread"], "supervisor_graph_task_id": task["task_id"]}
         )
         run = await client.runs.create(
             thread["thread_id"],
-            self.graph_id,
+            graph_id,
             input={"messages": [{"type": "human", "content": task["prompt"]}]},
             context={"background_task": task},
         )
@@ -87,7 +102,7 @@ class ServerHost:
         record = {"status": status, "result_text": text}
         await client.runs.create(
             parent,
-            self.graph_id,
+            await self._graph(client, task),
             input={"messages": [{"type": "human", **message["data"]}], "background_tasks": {task["task_id"]: record}},
             multitask_strategy="enqueue",
         )
@@ -97,8 +112,4 @@ def server_host(config: RunnableConfig) -> ServerHost | None:
     """The host for background delegations of a run the server drives (None elsewhere)."""
     if not _on_server(config):
         return None
-    graph_id = _graph_id(config)
-    if graph_id is None:
-        log.warning("background delegation on a server, but the run names no graph_id: it runs inline")
-        return None
-    return ServerHost(graph_id)
+    return ServerHost(_graph_id(config))

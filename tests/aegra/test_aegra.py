@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.aegra import aegra_command, aegra_env, aegra_server, kill_server, server_alive, write_config
+from bench.aegra import aegra_command, aegra_env, aegra_server, free_port, kill_server, server_alive, write_config
 from tests.conftest import fresh_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,8 +48,13 @@ def cluster(aegra: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
             # remote subagents (SPEC §21) on Aegra too
             "echo": str(ROOT / "tests/remote/graphs.py") + ":echo",
             "approver": str(ROOT / "tests/remote/graphs.py") + ":approver",
+            # background delegations hosted by the servers (SPEC §12)
+            "background": str(ROOT / "tests/studio/background_graph.py") + ":graph",
         },
     )
+    # Aegra offers no in-process client: background runs are started through the second
+    # server's URL (the one the crash test keeps alive), from whichever server runs them
+    ports = free_port(), free_port()
     ledger = work / "ledger"
     with fresh_postgres() as database, ExitStack() as servers:
         env = aegra_env(
@@ -61,10 +66,11 @@ def cluster(aegra: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
             HEARTBEAT_INTERVAL_SECONDS="2",
             REAPER_INTERVAL_SECONDS="2",
             SG_AEGRA_LEDGER=str(ledger),
+            SUPERVISOR_GRAPH_SERVER_URL=f"http://127.0.0.1:{ports[1]}",
         )
         # the first server runs the migrations; the second starts once it answers
-        first = servers.enter_context(aegra_server(aegra, config, env))
-        second = servers.enter_context(aegra_server(aegra, config, env))
+        first = servers.enter_context(aegra_server(aegra, config, env, ports[0]))
+        second = servers.enter_context(aegra_server(aegra, config, env, ports[1]))
         yield {"urls": [first[0], second[0]], "procs": [first[1], second[1]], "logs": [first[2], second[2]], "ledger": ledger}
 
 
@@ -124,6 +130,28 @@ def in_flight(log: Path, graph_id: str) -> set[str]:
         elif "Worker finished run" in line:
             finished.add(run.group(1))
     return picked - finished
+
+
+async def test_a_background_delegation_is_a_run_on_the_cluster_answered_once(cluster: dict) -> None:
+    """SPEC §12 on Aegra: the background task is a run of the graph on a thread of its own
+    (any server's worker may take it), and its outcome comes back to the parent thread as a
+    new run, answered once."""
+    a, b = (client(u) for u in cluster["urls"])
+    thread = await a.threads.create()
+    tid = thread["thread_id"]
+    await a.runs.wait(tid, "background", input={"messages": [{"role": "user", "content": "go"}]})
+    state = await b.threads.get_state(tid)
+    [(task_id, record)] = state["values"]["background_tasks"].items()
+    assert record["server_thread"]  # the task's own thread on the cluster
+    deadline = asyncio.get_running_loop().time() + 60
+    while not str(state["values"]["messages"][-1]["content"]).startswith("reported:"):
+        assert asyncio.get_running_loop().time() < deadline, state["values"]["messages"][-1]
+        await asyncio.sleep(0.3)
+        state = await b.threads.get_state(tid)
+    messages = state["values"]["messages"]
+    assert any(str(m["content"]).startswith("research says: Background task started") for m in messages)
+    assert messages[-1]["content"] == f"reported: [Background task {task_id} completed] / server facts"
+    assert len([m for m in messages if (m.get("additional_kwargs") or {}).get("background_task")]) == 1
 
 
 async def test_a_server_killed_mid_run_loses_no_run(cluster: dict) -> None:
