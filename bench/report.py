@@ -847,9 +847,11 @@ def render(r: Results) -> str:
     intro = [
         "# Benchmark results" + (" (quick smoke run: not real numbers)" if cfg.quick else ""),
         "",
-        "Written by `python -m bench" + (" --quick" if cfg.quick else "") + "` (SPEC §18). Three contenders make "
+        "Written by `python -m bench" + (" --quick" if cfg.quick else "") + "` (SPEC §18). The contenders make "
         "the same model calls with `ScriptedChatModel`s (zero latency, except in the concurrency scenario): "
-        "**ours** (`supervisor_graph.Agent`), the **incumbent** (`langgraph_supervisor.create_supervisor` over "
+        "**ours** (`supervisor_graph.Agent` through `generate`), **ours_graph** (the same agent's compiled graph "
+        "driven by `graph.ainvoke`, as Studio, `langgraph dev`, Aegra and embedding apps run it), the "
+        "**incumbent** (`langgraph_supervisor.create_supervisor` over "
         "`create_react_agent` workers, defaults) and the **floor** (a minimal hand-written `StateGraph`: a "
         "supervisor node and a worker node). All use the same checkpointer kind in each measurement. Times "
         "are in ms unless stated.",
