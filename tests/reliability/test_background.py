@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor_graph import Memory
+from supervisor_graph import Memory, ThreadBusyError
 from tests.reliability.bg_worker import THREAD, build
 
 WORKER = Path(__file__).with_name("bg_worker.py")
@@ -44,16 +44,20 @@ def runs_by(ledger: Path) -> list[str]:
     return [line.split()[1] for line in ledger.read_text().splitlines() if line.startswith("sub ")]
 
 
-async def settle(memory: Memory, agent, expect: str) -> list:
-    """Call recover until the thread has been told of the task; return every result."""
-    results = []
+async def settle(memory: Memory, agent, expect: str) -> str:
+    """Call recover until the thread has been told of the task and the supervisor answered
+    it (recover's own run, or the host answering the outcome by itself once a re-run
+    ends: SPEC §12); return that answer."""
     for _ in range(200):
-        result = await agent.recover_background_tasks(memory=THREAD)
-        if result is not None:
-            results.append(result)
+        try:
+            await agent.recover_background_tasks(memory=THREAD)
+        except ThreadBusyError:
+            pass  # the host is answering the outcome right now
         tasks = await memory.list_background_tasks(THREAD["thread"])
-        if tasks and tasks[0].status == expect and results:
-            return results
+        messages = await memory.get_messages(THREAD["thread"])
+        told = any("background_task" in m.additional_kwargs for m in messages)
+        if tasks and tasks[0].status == expect and told and messages[-1].type == "ai":
+            return str(messages[-1].content)
         await asyncio.sleep(0.05)
     raise AssertionError(f"the task never became {expect}: {await memory.list_background_tasks(THREAD['thread'])}")
 
@@ -74,15 +78,15 @@ async def test_a_task_whose_process_was_killed_is_rerun_or_failed_and_reported_o
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=10)
         expected = "completed" if retries else "failed"
-        results = await settle(memory, agent, expected)
+        answer = await settle(memory, agent, expected)
         [task] = await memory.list_background_tasks(THREAD["thread"])
         assert task.status == expected
         if retries:
             assert runs_by(ledger) == [str(proc.pid), str(os.getpid())] and task.tries == 2
-            assert results[-1].text.startswith(f"reported: [Background task {task.task_id} completed]\nfacts")
+            assert answer.startswith(f"reported: [Background task {task.task_id} completed]\nfacts")
         else:
             assert runs_by(ledger) == [str(proc.pid)] and task.tries == 1
-            assert results[-1].text.startswith(f"reported: [Background task {task.task_id} failed]")
+            assert answer.startswith(f"reported: [Background task {task.task_id} failed]")
         # reported exactly once: nothing more to tell, and one notice in the thread
         assert await agent.recover_background_tasks(memory=THREAD) is None
         notices = [m for m in await memory.get_messages(THREAD["thread"]) if "background_task" in m.additional_kwargs]
