@@ -21,6 +21,7 @@ import pytest
 
 from bench.aegra import aegra_command, aegra_env, aegra_server, free_port, kill_server, server_alive, write_config
 from tests.conftest import fresh_postgres
+from tests.studio.background_graph import answered_on_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -140,18 +141,7 @@ async def test_a_background_delegation_is_a_run_on_the_cluster_answered_once(clu
     thread = await a.threads.create()
     tid = thread["thread_id"]
     await a.runs.wait(tid, "background", input={"messages": [{"role": "user", "content": "go"}]})
-    state = await b.threads.get_state(tid)
-    [(task_id, record)] = state["values"]["background_tasks"].items()
-    assert record["server_thread"]  # the task's own thread on the cluster
-    deadline = asyncio.get_running_loop().time() + 60
-    while not str(state["values"]["messages"][-1]["content"]).startswith("reported:"):
-        assert asyncio.get_running_loop().time() < deadline, state["values"]["messages"][-1]
-        await asyncio.sleep(0.3)
-        state = await b.threads.get_state(tid)
-    messages = state["values"]["messages"]
-    assert any(str(m["content"]).startswith("research says: Background task started") for m in messages)
-    assert messages[-1]["content"] == f"reported: [Background task {task_id} completed] / server facts"
-    assert len([m for m in messages if (m.get("additional_kwargs") or {}).get("background_task")]) == 1
+    await answered_on_server(b, tid)
 
 
 async def test_a_server_killed_mid_run_loses_no_run(cluster: dict) -> None:

@@ -29,3 +29,24 @@ agent = Agent(
     background_tasks={"tools": {"research": {"timeout_ms": 60_000}}},
 )
 graph = agent.compile()
+
+
+async def answered_on_server(client: Any, thread_id: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """Wait until the server-hosted task of `thread_id`'s run has reported and the
+    supervisor answered it; check that it was reported once. Returns (task id, task
+    record, the thread's final values)."""
+    import asyncio
+
+    state = await client.threads.get_state(thread_id)
+    [(task_id, record)] = state["values"]["background_tasks"].items()
+    assert record["server_thread"]  # the task's own thread on the server
+    deadline = asyncio.get_running_loop().time() + 60
+    while not str(state["values"]["messages"][-1]["content"]).startswith("reported:"):
+        assert asyncio.get_running_loop().time() < deadline, state["values"]["messages"][-1]
+        await asyncio.sleep(0.2)
+        state = await client.threads.get_state(thread_id)
+    messages = state["values"]["messages"]
+    assert any(str(m["content"]).startswith("research says: Background task started") for m in messages)
+    assert messages[-1]["content"] == f"reported: [Background task {task_id} completed] / server facts"
+    assert len([m for m in messages if (m.get("additional_kwargs") or {}).get("background_task")]) == 1
+    return task_id, record, state["values"]

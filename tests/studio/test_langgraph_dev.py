@@ -9,7 +9,6 @@ CLI analytics, no tracing. Its process group is killed even when a test fails.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from tests.langgraph_dev import langgraph_dev
+from tests.studio.background_graph import answered_on_server
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = "supervisor"
@@ -165,18 +165,7 @@ async def test_a_background_delegation_is_a_server_run_whose_outcome_is_answered
     thread = await client.threads.create()
     tid = thread["thread_id"]
     await _stream(client, tid, "background", input={"messages": [{"role": "user", "content": "go"}]})
-    state = await client.threads.get_state(tid)
-    [(task_id, record)] = state["values"]["background_tasks"].items()
-    assert record["server_thread"]  # the task's own thread on the server
-    deadline = asyncio.get_running_loop().time() + 60
-    while not str(state["values"]["messages"][-1]["content"]).startswith("reported:"):
-        assert asyncio.get_running_loop().time() < deadline, state["values"]["messages"][-1]
-        await asyncio.sleep(0.2)
-        state = await client.threads.get_state(tid)
-    messages = state["values"]["messages"]
-    assert any(str(m["content"]).startswith("research says: Background task started") for m in messages)
-    assert messages[-1]["content"] == f"reported: [Background task {task_id} completed] / server facts"
-    notices = [m for m in messages if (m.get("additional_kwargs") or {}).get("background_task")]
-    assert len(notices) == 1 and state["values"]["background_tasks"][task_id]["status"] == "completed"
+    task_id, record, values = await answered_on_server(client, tid)
+    assert values["background_tasks"][task_id]["status"] == "completed"
     task_thread = await client.threads.get_state(record["server_thread"])
     assert task_thread["values"]["messages"][-1]["content"] == "server facts"  # the task ran on its own thread
