@@ -206,7 +206,7 @@ def make_subagent_node(
                 if host is not None:  # a LangGraph server drives the graph: its queue hosts the task
                     return await _launch_on_server(host, task, handle, key, agent_id, prompt, settings, task_ns, emit)
             if server_task is not None:
-                return await _run_server_task(parent, server_task, settings, record, emit, config, task_ns, lambda: _execute())
+                return await _run_server_task(parent, server_task, settings, record, emit, config, task_ns, _execute)
             if settings is not None and key not in _warned_inline:
                 # no host (a plain graph.ainvoke): SPEC §12 says so once, and it runs inline
                 _warned_inline.add(key)
@@ -248,23 +248,8 @@ def _launch_background(launch: BackgroundLaunch, emit: Emitter) -> Command[Any]:
     handle.delegations.pop(launch.tool_call_id, None)  # its outcome arrives as a notice, not a result
     launch.context.handle.stream_events = False  # nobody streams a background task's steps
     handle.background.launch(launch)
-    started = {
-        "task_id": launch.task_id,
-        "agent_key": launch.key,
-        "agent_id": launch.agent_id,
-        "tool_call_id": launch.tool_call_id,
-        "prompt": launch.prompt,
-    }
-    emit("background-task-started", started)
-    message = ToolMessage(
-        content=started_text(launch.task_id, launch.tool_name),
-        tool_call_id=launch.tool_call_id,
-        name=launch.tool_name,
-        artifact={"agent_id": launch.agent_id, "background_task_id": launch.task_id, "success": True},
-    )
-    record = {**started, "status": "running", "tries": 0, "result_text": None}
-    del record["prompt"]
-    return Command(update={"messages": [message], "background_tasks": {launch.task_id: record}}, goto=SUPERVISOR_NODE)
+    call = {"id": launch.tool_call_id, "name": launch.tool_name}
+    return _started_update(launch.task_id, launch.key, launch.agent_id, call, launch.prompt, emit)
 
 
 async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunContext, record: DelegationRecord) -> None:
