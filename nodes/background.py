@@ -33,6 +33,7 @@ __all__ = [
     "BackgroundTaskConfig",
     "input_schema",
     "notice",
+    "outcome_text",
     "started_text",
     "state_schema",
     "task_id_of",
@@ -149,3 +150,20 @@ class BackgroundLaunch:
 
 class BackgroundLauncher(Protocol):
     def launch(self, launch: BackgroundLaunch) -> None: ...
+
+
+def outcome_text(status: str, delegation: Any, timeout_ms: int | None) -> str:
+    """What a notice says of a task that ended with `status` (a `DelegationRecord`):
+    `on_delegation_complete`'s `result_text` when it gave one, the answer, or a generic
+    reason (never the provider's error text)."""
+    from supervisor_graph.nodes.delegation import failure_text  # delegation -> spec -> this module
+
+    if delegation.result_text is not None:
+        return str(delegation.result_text)  # on_delegation_complete's result_text replaces the answer
+    if status == "completed":
+        return str(delegation.text)
+    if status == "timed_out":
+        return f"The subagent {delegation.agent_id!r} ran longer than {timeout_ms} ms and was stopped."
+    if status == "cancelled":
+        return f"The subagent {delegation.agent_id!r} was cancelled: the run was aborted."
+    return failure_text(delegation.agent_id)

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from langchain_core.messages import ToolCall, ToolMessage
 
 __all__ = [
+    "CONTROL_SCHEMAS",
     "CONTROL_TOOLS",
     "BackgroundControl",
     "ControlError",
@@ -55,6 +56,10 @@ def control_schemas() -> list[dict[str, Any]]:
             ["task_id", "instructions"],
         ),
     ]
+
+
+# built once: every agent with background subagents binds these
+CONTROL_SCHEMAS = control_schemas()
 
 
 class ControlError(ValueError):

@@ -308,8 +308,6 @@ class _Loop:
                 if self.answers and needs_approval(self.spec, call, self.opts.require_tool_approval):
                     return True, bail
                 try:
-                    if needs_approval(self.spec, call, self.opts.require_tool_approval):
-                        await self.journal.save(self.history)  # nothing when this is a re-run's first action
                     outcome = await self._run(call)
                 except GraphInterrupt:
                     if self.answers:

@@ -17,14 +17,11 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
 from supervisor_graph.nodes.background import BackgroundSettings
-from supervisor_graph.nodes.background_control import control_schemas
+from supervisor_graph.nodes.background_control import CONTROL_SCHEMAS
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.versions import AgentOverride
 from supervisor_graph.nodes.working_memory import WorkingMemory
-
-# the background control plane's tools, offered to agents with background subagents
-CONTROL_SCHEMAS = control_schemas()
 
 __all__ = ["AgentSpec", "DELEGATION_PREFIX", "maybe_await", "with_refs_parameter"]
 

@@ -25,7 +25,7 @@ from langgraph.types import Command
 
 from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
-from supervisor_graph.nodes.background import BackgroundLaunch, started_text, task_id_of
+from supervisor_graph.nodes.background import BackgroundLaunch, outcome_text, started_text, task_id_of
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
     RESOURCE_ID_KEY,
@@ -35,7 +35,6 @@ from supervisor_graph.nodes.delegation import (
     DelegationRecord,
     HookFailed,
     apply_message_filter,
-    failure_text,
     finish_delegation,
     model_view,
     record_answer,
@@ -206,7 +205,7 @@ def make_subagent_node(
                 if host is not None:  # a LangGraph server drives the graph: its queue hosts the task
                     return await _launch_on_server(host, task, handle, key, agent_id, prompt, settings, task_ns, emit)
             if server_task is not None:
-                return await _run_server_task(parent, server_task, settings, record, emit, config, task_ns, _execute)
+                return await _run_server_task(parent, server_task, record, emit, config, _execute)
             if settings is not None and key not in _warned_inline:
                 # no host (a plain graph.ainvoke): SPEC §12 says so once, and it runs inline
                 _warned_inline.add(key)
@@ -306,14 +305,7 @@ async def _launch_on_server(
 
 
 async def _run_server_task(
-    parent: AgentSpec,
-    server_task: dict[str, Any],
-    settings: Any,
-    record: DelegationRecord,
-    emit: Emitter,
-    config: RunnableConfig,
-    ns: str,
-    execute: Any,
+    parent: AgentSpec, server_task: dict[str, Any], record: DelegationRecord, emit: Emitter, config: RunnableConfig, execute: Any
 ) -> Command[Any]:
     """This run is a background task the server hosts: run the delegation (tries, timeout),
     report its outcome to the parent thread, and end."""
@@ -334,12 +326,7 @@ async def _run_server_task(
             status = "failed"
         if status == "completed":
             break
-    if status == "completed":
-        text = record.text
-    elif status == "timed_out":
-        text = f"The subagent {record.agent_id!r} ran longer than {timeout} ms and was stopped."
-    else:
-        text = failure_text(record.agent_id)
+    text = outcome_text(status, record, timeout)
     emit("background-task-completed" if status == "completed" else "background-task-failed", {"task_id": server_task["task_id"], "status": status})
     host = parent.server_host_for(config) if parent.server_host_for is not None else None
     if host is not None:

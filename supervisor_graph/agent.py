@@ -251,6 +251,11 @@ class Agent(BaseModel):
             return self.working_memory
         return self.memory.working_memory if self.memory is not None else None
 
+    @property
+    def has_background_subagents(self) -> bool:
+        """True when some delegation of this agent may run as a background task (SPEC §12)."""
+        return self.background_tasks is not None and bool(self.background_tasks.tools)
+
     # -- compile and run -----------------------------------------------------
 
     @property

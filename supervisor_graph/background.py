@@ -31,12 +31,12 @@ from supervisor_graph.nodes.background import (
     BackgroundLaunch,
     BackgroundTaskConfig,
     notice,
+    outcome_text,
 )
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
     DelegationRecord,
     complete_hook,
-    failure_text,
     model_view,
     record_answer,
     record_transcript,
@@ -310,7 +310,7 @@ class RunBackground:
             if outcome in ("failed", "timed_out") and attempt <= settings.retries:
                 continue
             record["status"] = outcome
-            record["result_text"] = _notice_text(outcome, delegation, settings)
+            record["result_text"] = outcome_text(outcome, delegation, settings.timeout_ms)
             await self.save(record)
             return
 
@@ -440,17 +440,6 @@ def _pending(item: Any, thread: str, launch: BackgroundLaunch) -> dict[str, Any]
         "thread": thread,
     }
 
-
-def _notice_text(status: str, delegation: DelegationRecord, settings: BackgroundTaskConfig) -> str:
-    if delegation.result_text is not None:
-        return delegation.result_text  # on_delegation_complete's result_text replaces the answer
-    if status == "completed":
-        return delegation.text
-    if status == "timed_out":
-        return f"The subagent {delegation.agent_id!r} ran longer than {settings.timeout_ms} ms and was stopped."
-    if status == "cancelled":
-        return f"The subagent {delegation.agent_id!r} was cancelled: the run was aborted."
-    return failure_text(delegation.agent_id)
 
 
 # -- delivering outcomes to the parent thread ------------------------------------------

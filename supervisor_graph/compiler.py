@@ -102,7 +102,7 @@ def build_spec(agent: Agent) -> AgentSpec:
         client_tools=frozenset(name for name, tool in tools.items() if is_client_tool(tool)),
         working_memory=agent.effective_working_memory,
         retry_policy=agent.retry_policy,
-        background=agent.background_tasks if agent.background_tasks is not None and agent.background_tasks.tools else None,
+        background=agent.background_tasks if agent.has_background_subagents else None,
         versions_for=resolver_for,
         server_host_for=server_host,
     )

@@ -150,7 +150,7 @@ async def stream_until_idle(agent: Agent, prompt: Any, **options: Any) -> IdleSt
     `memory={"thread": ...}` the tasks are hosted in-process for the length of the call,
     on a thread of a memory of its own (as Mastra does)."""
     host = None
-    if options.get("memory") is None and agent.background_tasks is not None and agent.background_tasks.tools:
+    if options.get("memory") is None and agent.has_background_subagents:
         from supervisor_graph.memory import Memory
 
         host = Memory(storage=":memory:")

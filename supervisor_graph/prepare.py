@@ -159,7 +159,7 @@ async def _prepare(
         durability = "exit"
     elif opts.memory is None and paused is not None:
         opts = opts.model_copy(update={"memory": {"thread": paused.thread_id, "resource": paused.resource_id}})
-    background_agents = agent.background_tasks is not None and bool(agent.background_tasks.tools)
+    background_agents = agent.has_background_subagents
     if opts.memory is None and background_agents and paused is None and resume is None:
         raise ValueError(
             f"agent {agent.id!r} has background subagents, whose outcomes are reported on a thread: pass "

@@ -174,7 +174,7 @@ async def resume(
 ) -> GenerateResult | AgentStream:
     """Resume a paused run with `answers` (interrupt id or tool call id -> value), or with
     `value` for its only pending item."""
-    if memory is not None and agent.background_tasks is not None and agent.background_tasks.tools:
+    if memory is not None and agent.has_background_subagents:
         done = await _resume_background(agent, answers, value, memory, streaming, kind, options)
         if done is not None:
             return done

@@ -435,7 +435,7 @@ class AGUIAgent:
                         timestamp=int(time.time() * 1000),
                     )
                     return
-                background = agent.background_tasks is not None and bool(agent.background_tasks.tools)
+                background = agent.has_background_subagents
                 props = input.forwarded_props if isinstance(input.forwarded_props, dict) else {}
                 if background and props.get("until_idle", self.until_idle) is not False:
                     stream = await agent.stream_until_idle(fresh, **options)
