@@ -31,6 +31,7 @@ __all__ = [
     "BackgroundLauncher",
     "BackgroundSettings",
     "BackgroundTaskConfig",
+    "background_setting",
     "input_schema",
     "notice",
     "outcome_text",
@@ -65,6 +66,17 @@ class BackgroundSettings(BaseModel):
     def for_key(self, key: str) -> BackgroundTaskConfig | None:
         config = self.tools.get(key)
         return config if config is not None and config.enabled else None
+
+
+def background_setting(tool: Any) -> BackgroundTaskConfig | None:
+    """The background setting a tool declares (`create_tool(background=...)`, or
+    `metadata={"background": {...}}` on any LangChain tool), when enabled: a subagent
+    holding such a tool runs in the background (seed 000, "inherit from the subagent")."""
+    value = (getattr(tool, "metadata", None) or {}).get("background")
+    if value is None or value is False:
+        return None
+    setting = BackgroundTaskConfig() if value is True else BackgroundTaskConfig.model_validate(value)
+    return setting if setting.enabled else None
 
 
 def _merge_tasks(current: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from supervisor_graph.errors import SupervisorGraphError
 from supervisor_graph.memory import Memory
 from supervisor_graph.models import parse_model_string
-from supervisor_graph.nodes.background import BackgroundSettings
+from supervisor_graph.nodes.background import BackgroundSettings, background_setting
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
@@ -252,9 +252,28 @@ class Agent(BaseModel):
         return self.memory.working_memory if self.memory is not None else None
 
     @property
+    def background_settings(self) -> BackgroundSettings | None:
+        """The background setting of every subagent whose delegations run as background
+        tasks (SPEC §12): those listed in `background_tasks`, and, inherited (seed 000), a
+        local subagent not listed there that has a background-eligible tool
+        (`create_tool(background=...)`): it runs in the background with that tool's
+        setting (its first such tool's). None when no delegation runs in the background."""
+        listed = self.background_tasks.tools if self.background_tasks is not None else {}
+        inherited = {}
+        for key, sub in self.agents.items():
+            if key in listed or not isinstance(sub, Agent):
+                continue  # an explicit entry, even {"enabled": False}, wins
+            setting = next((s for s in map(background_setting, sub.tools.values()) if s is not None), None)
+            if setting is not None:
+                inherited[key] = setting
+        if not inherited:
+            return self.background_tasks if any(s.enabled for s in listed.values()) else None
+        return BackgroundSettings(tools={**listed, **inherited})
+
+    @property
     def has_background_subagents(self) -> bool:
         """True when some delegation of this agent may run as a background task (SPEC §12)."""
-        return self.background_tasks is not None and bool(self.background_tasks.tools)
+        return self.background_settings is not None
 
     # -- compile and run -----------------------------------------------------
 

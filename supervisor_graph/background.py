@@ -375,7 +375,8 @@ class RunBackground:
         """A launch rebuilt from a task's record (a resume, or a re-run after a crash)."""
         sub = self.agent.agents[record["agent_key"]]
         assert not isinstance(sub, RemoteAgent), "background tasks run local subagents only"
-        settings = self.agent.background_tasks.for_key(record["agent_key"]) if self.agent.background_tasks else None
+        background = self.agent.background_settings
+        settings = background.for_key(record["agent_key"]) if background is not None else None
         parent_options = RunOptions.model_validate(self.agent.default_options)
         parent_handle = RunHandle(
             run_id=record["task_id"], agent_path=(self.agent.id,), thread_id=self.thread_id, resource_id=self.resource_id
@@ -497,7 +498,8 @@ async def _orphan(
                 "result_text": None,
                 "waiting": [],
             }
-        settings = background.agent.background_tasks.for_key(record["agent_key"]) if background.agent.background_tasks else None
+        declared = background.agent.background_settings
+        settings = declared.for_key(record["agent_key"]) if declared is not None else None
         retries = settings.retries if settings is not None else 0
         if record["tries"] > retries:
             record["status"], record["result_text"] = "failed", STOPPED_TEXT

@@ -22,6 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from supervisor_graph.agent import Agent, check_cycles
+from supervisor_graph.dynamic_graph import SLOT, DynamicNodes
 from supervisor_graph.models import check_credentials, model_strings, resolve_model_string
 from supervisor_graph.nodes.background import input_schema, state_schema
 from supervisor_graph.nodes.delegation import make_complete_node, make_start_node
@@ -47,7 +48,7 @@ from supervisor_graph.server_background import server_host
 from supervisor_graph.tools import is_client_tool
 from supervisor_graph.versions import resolver_for
 
-__all__ = ["build_spec", "compile_agent", "delegation_tool_schema"]
+__all__ = ["add_nodes", "build_spec", "compile_agent", "delegation_tool_schema", "new_builder", "node_table"]
 
 
 def delegation_tool_schema(key: str, description: str) -> dict[str, Any]:
@@ -102,7 +103,7 @@ def build_spec(agent: Agent) -> AgentSpec:
         client_tools=frozenset(name for name, tool in tools.items() if is_client_tool(tool)),
         working_memory=agent.effective_working_memory,
         retry_policy=agent.retry_policy,
-        background=agent.background_tasks if agent.has_background_subagents else None,
+        background=agent.background_settings,
         versions_for=resolver_for,
         server_host_for=server_host,
     )
@@ -111,22 +112,46 @@ def build_spec(agent: Agent) -> AgentSpec:
     return spec
 
 
-def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSpec]:
-    spec = build_spec(agent)
-    # extra channels only for the features an agent uses: thread-scoped working memory,
-    # background delegations
+def node_table(agent: Agent, spec: AgentSpec) -> dict[str, Any]:
+    """Every node function of `agent`'s graph, by node name."""
+    table: dict[str, Any] = {
+        SUPERVISOR_NODE: make_supervisor_node(spec),
+        TOOLS_NODE: make_tools_node(spec),
+        ITERATION_NODE: make_iteration_node(spec),
+        TASK_COMPLETE_NODE: make_task_complete_node(spec),
+    }
+    per_parent = agent.subagent_threads == "per_parent_thread"
+    for key, sub in agent.agents.items():
+        table[start_node(key)] = make_start_node(spec, key, sub.id)
+        if isinstance(sub, RemoteAgent):
+            table[key] = make_remote_node(spec, key, sub.spec())
+        else:
+            sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None)
+            table[key] = make_subagent_node(spec, key, sub_spec, sub_graph, per_parent_thread=per_parent)
+        table[complete_node(key)] = make_complete_node(spec, key, sub.id)
+    return table
+
+
+def new_builder(agent: Agent, spec: AgentSpec) -> Any:
+    """An empty `StateGraph` with `agent`'s state: extra channels only for the features it
+    uses (thread-scoped working memory, background delegations)."""
     in_state = spec.working_memory is not None and spec.working_memory.scope == "thread"
     background = spec.background is not None
-    builder: Any = StateGraph(
+    return StateGraph(
         state_schema(in_state, background),
         input_schema=input_schema(in_state, background),
         context_schema=RunContext,
     )
-    keys = list(agent.agents)
+
+
+def add_nodes(builder: Any, agent: Agent, spec: AgentSpec, table: dict[str, Any], keys: list[str]) -> None:
+    """Add the nodes of `table` to `builder`, with subagent keys `keys` as fan-out targets."""
+    in_state = spec.working_memory is not None and spec.working_memory.scope == "thread"
+    background = spec.background is not None
     fan_out = (TOOLS_NODE, *keys, *(start_node(k) for k in keys))
     builder.add_node(
         SUPERVISOR_NODE,
-        make_supervisor_node(spec),
+        table[SUPERVISOR_NODE],
         # a node reads the channels of its annotated state type unless told otherwise
         input_schema=state_schema(in_state, background) if in_state or background else None,
         # the node raises ModelCallError around the provider's exception: judge the latter
@@ -135,26 +160,36 @@ def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSp
         else None,
         destinations=(*fan_out, SUPERVISOR_NODE, ITERATION_NODE, TASK_COMPLETE_NODE, END),
     )
-    builder.add_node(TOOLS_NODE, make_tools_node(spec), destinations=(SUPERVISOR_NODE,))
-    per_parent = agent.subagent_threads == "per_parent_thread"
-    for key, sub in agent.agents.items():
-        builder.add_node(start_node(key), make_start_node(spec, key, sub.id), destinations=(key, SUPERVISOR_NODE))
-        if isinstance(sub, RemoteAgent):
-            node = make_remote_node(spec, key, sub.spec())
-        else:
-            sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None)
-            node = make_subagent_node(spec, key, sub_spec, sub_graph, per_parent_thread=per_parent)
-        builder.add_node(key, node, destinations=(complete_node(key), SUPERVISOR_NODE))
-        builder.add_node(complete_node(key), make_complete_node(spec, key, sub.id), destinations=(SUPERVISOR_NODE,))
+    builder.add_node(TOOLS_NODE, table[TOOLS_NODE], destinations=(SUPERVISOR_NODE,))
+    for key in keys:
+        builder.add_node(start_node(key), table[start_node(key)], destinations=(key, SUPERVISOR_NODE))
+        builder.add_node(key, table[key], destinations=(complete_node(key), SUPERVISOR_NODE))
+        builder.add_node(complete_node(key), table[complete_node(key)], destinations=(SUPERVISOR_NODE,))
     builder.add_node(
         ITERATION_NODE,
-        make_iteration_node(spec),
+        table[ITERATION_NODE],
         destinations=(*fan_out, SUPERVISOR_NODE, TASK_COMPLETE_NODE, END),
     )
-    builder.add_node(TASK_COMPLETE_NODE, make_task_complete_node(spec), destinations=(SUPERVISOR_NODE, END))
+    builder.add_node(TASK_COMPLETE_NODE, table[TASK_COMPLETE_NODE], destinations=(SUPERVISOR_NODE, END))
     builder.add_edge(START, SUPERVISOR_NODE)
+
+
+def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSpec]:
+    spec = build_spec(agent)
+    builder = new_builder(agent, spec)
+    add_nodes(builder, agent, spec, node_table(agent, spec), list(agent.agents))
     graph = builder.compile(checkpointer=checkpointer, store=store, name=agent.id)
     return graph, spec
+
+
+def _build_dynamic(agent: Agent, *, checkpointer: Any, store: Any) -> Any:
+    """The graph of an agent whose subagents are chosen per run (supervisor_graph/dynamic_graph.py)."""
+    spec = build_spec(agent)
+    dynamic = DynamicNodes(agent, spec, node_table, build_spec)
+    names = [SUPERVISOR_NODE, TOOLS_NODE, ITERATION_NODE, TASK_COMPLETE_NODE, start_node(SLOT), SLOT, complete_node(SLOT)]
+    builder = new_builder(agent, spec)
+    add_nodes(builder, agent, spec, {name: dynamic.node(name) for name in names}, [SLOT])
+    return builder.compile(checkpointer=checkpointer, store=store, name=agent.id)
 
 
 def compile_agent(agent: Agent, checkpointer: Any = None, store: Any = None) -> CompiledStateGraph:
@@ -166,5 +201,7 @@ def compile_agent(agent: Agent, checkpointer: Any = None, store: Any = None) -> 
     check_cycles(agent)  # the tree may have been changed after construction
     for value in model_strings(agent):
         check_credentials(value)  # a clear error now, not a traceback at the first model call
+    if agent.agents_factory is not None:
+        return _build_dynamic(agent, checkpointer=checkpointer, store=store)
     graph, _ = _build(agent, checkpointer=checkpointer, store=store)
     return graph

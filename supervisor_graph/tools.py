@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from supervisor_graph.nodes.background import BackgroundTaskConfig
 from supervisor_graph.nodes.context import current_request_context
 from supervisor_graph.nodes.tools import ToolCallInfo, current_tool_call, suspend
 
@@ -31,11 +32,12 @@ def create_tool(
     execute: Callable[..., Any] | None = None,
     require_approval: bool = False,
     resume_schema: type[BaseModel] | None = None,
+    background: BackgroundTaskConfig | dict[str, Any] | bool | None = None,
 ) -> BaseTool:
     """A LangChain tool whose `execute(input)` receives the validated `input_schema` model.
 
     Example:
-        >>> from pydantic import BaseModel
+        >>> from pydantic import BaseModel, ValidationError
         >>> class Query(BaseModel):
         ...     query: str
         >>> search = create_tool(id="web_search", description="Search the web", input_schema=Query,
@@ -45,13 +47,24 @@ def create_tool(
 
     A tool without `execute` is a client tool: the run stops for the caller to answer it.
     Inside `execute`, `suspend(payload)` pauses the run; `resume_schema` validates the
-    data the caller resumes with.
+    data the caller resumes with. `background` (`True` or `{"timeout_ms": ..., "retries":
+    ...}`) marks the tool background-eligible: a subagent holding it runs as a background
+    task of its parent with this setting, even when the parent does not list it in
+    `background_tasks` (SPEC §12).
     """
     if not id:
         raise ValueError("create_tool: id must be a non-empty tool name")
     if not (isinstance(input_schema, type) and issubclass(input_schema, BaseModel)):
         raise TypeError("create_tool: input_schema must be a pydantic model class")
-    metadata = {"require_approval": require_approval, "client_tool": execute is None, "resume_schema": resume_schema}
+    metadata: dict[str, Any] = {"require_approval": require_approval, "client_tool": execute is None, "resume_schema": resume_schema}
+    if background is not None and background is not False:
+        try:
+            setting = background if isinstance(background, BackgroundTaskConfig) else (
+                BackgroundTaskConfig() if background is True else BackgroundTaskConfig.model_validate(background)
+            )
+        except ValidationError as exc:
+            raise ValueError(f"create_tool {id!r}: invalid background setting (enabled, timeout_ms, retries): {exc}") from None
+        metadata["background"] = setting.model_dump()
 
     def parse(kwargs: dict[str, Any]) -> BaseModel:
         return input_schema.model_validate(kwargs)

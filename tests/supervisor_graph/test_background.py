@@ -306,3 +306,37 @@ async def test_the_control_plane_cancels_a_task() -> None:
     assert result.text == f"noted: [Background task {started['id']} cancelled]"
     [task] = await parent.memory.list_background_tasks("cancel")
     assert task.status == "cancelled"
+
+
+class Topic(BaseModel):
+    topic: str
+
+
+async def test_a_subagent_with_a_background_eligible_tool_inherits_background_dispatch() -> None:
+    """Seed 000, "inherit from the subagent": not listed in the parent's
+    `background_tasks`, a subagent holding a background-eligible tool still runs as a
+    background task, with that tool's setting (here its timeout)."""
+    tries: list[str] = []
+
+    async def crawl(args: Topic) -> str:
+        tries.append(args.topic)
+        await asyncio.sleep(1 if len(tries) == 1 else 0)
+        return f"crawled {args.topic}"
+
+    slow = create_tool(id="crawl", description="Crawl.", input_schema=Topic, execute=crawl, background={"timeout_ms": 150})
+    research = Agent(
+        id="research-agent", description="Researches.", tools=[slow],
+        model=ScriptedChatModel(policy=lambda m: m[-1].content if isinstance(m[-1], ToolMessage) else tool_call("crawl", {"topic": "bees"})),
+    )
+    boss = Agent(id="boss", model=ScriptedChatModel(policy=boss_policy), agents={"research": research}, memory=Memory(":memory:"))
+    assert boss.has_background_subagents and boss.background_settings.for_key("research").timeout_ms == 150  # type: ignore[union-attr]
+    result = await boss.generate_until_idle("go", memory={"thread": "inherit"})
+    assert result.text.startswith("reported: [Background task") and " timed out]" in result.text and tries == ["bees"]
+    # an explicit entry wins: listed as disabled, the subagent runs inline
+    inline = Agent(
+        id="boss", model=ScriptedChatModel(policy=boss_policy), agents={"research": research},
+        background_tasks={"tools": {"research": {"enabled": False}}},
+    )
+    assert not inline.has_background_subagents
+    with pytest.raises(ValueError, match="invalid background setting"):
+        create_tool(id="t", description="d", input_schema=Topic, execute=crawl, background={"timeout_ms": 0})
