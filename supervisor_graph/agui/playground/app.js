@@ -70,7 +70,9 @@ async function openThread(id) {
         addMessage("tool", `${m.name} → ${m.content}`);
         app.messages.push({ id: m.id, role: "tool", toolCallId: m.toolCallId, content: m.content });
       } else {
-        if (m.content) addMessage(m.role, m.content, m.id);
+        // a background task's outcome notice is stored as a user message
+        const notice = m.role === "user" && typeof m.content === "string" && m.content.startsWith("[Background task ");
+        if (m.content) addMessage(notice ? "notice" : m.role, m.content, m.id);
         const entry = { id: m.id, role: m.role, content: m.content };
         if (m.toolCalls && m.toolCalls.length) {
           entry.toolCalls = m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } }));
@@ -127,7 +129,7 @@ function subCard(event) {
   const call = app.calls.get(event.parentToolCallId) || {};
   const card = el(
     "div",
-    { class: "sub running", "data-subagent": event.name, "data-run": event.subagentRunId, role: "group", "aria-label": `Subagent ${event.name}` },
+    { class: "sub running", "data-subagent": event.name, "data-run": event.subagentRunId, "data-call": event.parentToolCallId, role: "group", "aria-label": `Subagent ${event.name}` },
     el("header", {}, el("span", { class: "name" }, event.name), el("span", { class: "state" }, "working…")),
     el("div", { class: "prompt" }, call.args && call.args.prompt ? `“${call.args.prompt}”` : ""),
     el("div", { class: "text" }),
@@ -141,17 +143,34 @@ function subCard(event) {
   app.subs.set(event.subagentRunId, card);
 }
 
-// a background task: a card in the tree while it runs, then its outcome
+// a background task: a card in the tree while it runs, then its outcome (and the
+// notice the supervisor answers, in the transcript)
 function backgroundTask(event) {
   const kind = (event.name || "").replace("supervisor_graph.", "");
   const task = event.value || {};
   const id = `bg:${task.task_id}`;
   if (kind === "background-task-started") {
-    subCard({ name: `${task.agent_id || task.agent_key} (background)`, subagentRunId: id, parentToolCallId: task.tool_call_id });
-    app.subs.get(id)?.setAttribute("data-background", task.task_id);
+    // the delegation that launched the task has a card already (SUBAGENT_STARTED): it
+    // becomes the task's card, so its end at the run's close no longer applies
+    const launched = [...app.subs].find(([, card]) => card.dataset.call === task.tool_call_id && !card.dataset.background);
+    if (launched) {
+      app.subs.delete(launched[0]);
+      app.subs.set(id, launched[1]);
+    } else {
+      subCard({ name: task.agent_id || task.agent_key, subagentRunId: id, parentToolCallId: task.tool_call_id });
+    }
+    const card = app.subs.get(id);
+    card.dataset.run = id;
+    card.dataset.background = task.task_id;
+    card.querySelector(".name").textContent = `${task.agent_id || task.agent_key} (background)`;
   } else if (kind === "background-task-completed" || kind === "background-task-failed") {
     const done = kind === "background-task-completed";
-    finishSub(id, done ? "done" : "failed", `${task.status || (done ? "completed" : "failed")}, answered`);
+    const status = task.status || (done ? "completed" : "failed");
+    finishSub(id, done ? "done" : "failed", `${status}, answered`);
+    const text = app.subs.get(id)?.querySelector(".text");
+    if (text && !text.textContent && task.result_text) text.textContent = task.result_text;
+    const notice = `[Background task ${task.task_id} ${status.replace("_", " ")}]${task.result_text ? `\n${task.result_text}` : ""}`;
+    addMessage("notice", notice);
   }
 }
 

@@ -1,0 +1,103 @@
+"""The playground (SPEC §22) shows a background task (SPEC §12) in headless Chromium: its
+card in the delegation tree runs, then shows the outcome; the outcome notice and the
+supervisor's answer to it arrive in the same run, with no new user message; a reload keeps
+both in the thread's history. Same browser set-up as test_playground.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+from langchain_core.messages import HumanMessage, ToolMessage
+
+from supervisor_graph import Agent, Memory
+from supervisor_graph.agui import create_app
+from supervisor_graph.testing import ScriptedChatModel, delegate
+from tests.agui.conftest import ThreadServer
+from tests.agui.test_playground import ARTIFACTS, _chromium
+
+
+def _boss(messages: list[Any]) -> Any:
+    last = messages[-1]
+    if isinstance(last, HumanMessage) and str(last.content).startswith("[Background task"):
+        return "the research is in: " + str(last.content).splitlines()[-1]
+    if isinstance(last, ToolMessage):
+        return "started, will report"
+    return delegate("research", str(last.content))
+
+
+@pytest.fixture(scope="module")
+def served_background() -> Iterator[str]:
+    research = Agent(
+        id="research-agent",
+        description="Researches.",
+        model=ScriptedChatModel(policy=lambda m: "bees dance", latency=1.5, record_calls=False),
+    )
+    boss = Agent(
+        id="boss",
+        model=ScriptedChatModel(policy=_boss, record_calls=False),
+        agents={"research": research},
+        memory=Memory(":memory:"),
+        background_tasks={"tools": {"research": {}}},
+    )
+    with ThreadServer(create_app(boss, resource_id="web-user")) as running:
+        yield running.url
+
+
+async def test_the_playground_shows_a_background_task_run_then_answered(served_background: str) -> None:
+    from playwright.async_api import async_playwright, expect
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    blocked: list[str] = []
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        page = await browser.new_page(viewport={"width": 1280, "height": 800})
+
+        async def guard(route):  # type: ignore[no-untyped-def]
+            if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost"):
+                await route.continue_()
+            else:
+                blocked.append(route.request.url)
+                await route.abort()
+
+        await page.route("**/*", guard)
+        try:
+            await page.goto(f"{served_background}/")
+            await page.fill("#prompt", "how do bees talk?")
+            await page.press("#prompt", "Enter")
+
+            # running: one card (the launching delegation's, now the task's), the stream still open
+            card = page.locator(".sub[data-background]")
+            await expect(card).to_have_class("sub running", timeout=10_000)
+            await expect(card.locator(".name")).to_have_text("research-agent (background)")
+            await expect(card.locator(".state")).to_have_text("working…")
+            await expect(page.locator(".msg.assistant")).to_have_text(["started, will report"])
+            await expect(page.locator("#status")).to_have_text("running…")
+            await page.screenshot(path=str(ARTIFACTS / "background-running.png"))
+
+            # answered in the same run: the card's outcome, the notice, the supervisor's answer
+            await expect(card).to_have_class("sub done", timeout=10_000)
+            await expect(card.locator(".state")).to_contain_text("completed, answered")
+            await expect(card.locator(".text")).to_have_text("bees dance")
+            notice = page.locator(".msg.notice")
+            await expect(notice).to_have_count(1)
+            await expect(notice).to_contain_text("completed]")
+            await expect(page.locator(".msg.assistant")).to_have_text(["started, will report", "the research is in: bees dance"])
+            await expect(page.locator("#status")).to_have_text("done")
+            await expect(page.locator(".msg.user")).to_have_count(1)
+            await expect(page.locator(".sub")).to_have_count(1)  # the run's end does not add or reopen a card
+            await expect(card).to_have_class("sub done")
+            await page.screenshot(path=str(ARTIFACTS / "background-answered.png"))
+
+            # a reload: the thread's history still has the notice and the answer
+            await page.reload()
+            await expect(page.locator("#threads li")).to_have_count(2, timeout=10_000)  # the stored thread and a new one
+            await page.locator('#threads button[aria-current="false"]').click()
+            await expect(page.locator(".msg.user")).to_have_text(["how do bees talk?"])
+            await expect(page.locator(".msg.notice")).to_contain_text(["completed]\nbees dance"])
+            await expect(page.locator(".msg.assistant")).to_have_text(["started, will report", "the research is in: bees dance"])
+        finally:
+            await browser.close()
+    assert blocked == [], f"the page asked for other hosts: {blocked}"
