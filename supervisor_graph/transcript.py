@@ -10,7 +10,8 @@ from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Interrupt
+from langgraph.graph import END
+from langgraph.types import Interrupt, StateUpdate
 
 from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
@@ -44,16 +45,23 @@ async def close_unanswered(
     values = dict(snapshot.values)
     messages = values.get("messages") or []
     index, ai = last_turn(messages)
-    if ai is None or not ai.tool_calls:
-        return values
     answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
     missing = [
         ToolMessage(content=text(call), tool_call_id=call["id"] or "", name=call["name"], status="error")
-        for call in ai.tool_calls
+        for call in (ai.tool_calls if ai is not None else ())
         if call["id"] not in answered and call["name"] not in keep
     ]
-    if missing:
-        await graph.aupdate_state(config, {"messages": missing, "finish_reason": reason}, as_node=SUPERVISOR_NODE)
+    if missing or snapshot.tasks:
+        # The snapshot's values include what the stopped step's finished tasks wrote (the
+        # supervisor's tool calls, some delegations' results), but those writes are only
+        # pending on the saved checkpoint, and an update as a node starts from the saved
+        # checkpoint without them: the results would be stored without their calls, or
+        # the calls lost. So first commit them (LangGraph's "(None, END)" update applies
+        # finished tasks' writes and drops the rest), then add the missing results.
+        supersteps: list[list[StateUpdate]] = [[StateUpdate(None, END, None)]] if snapshot.tasks else []
+        if missing:
+            supersteps.append([StateUpdate({"messages": missing, "finish_reason": reason}, SUPERVISOR_NODE, None)])
+        await graph.abulk_update_state(config, supersteps)
         values = dict((await graph.aget_state(config)).values)
     return values
 
