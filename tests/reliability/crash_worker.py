@@ -1,8 +1,11 @@
 """Many conversations with parallel delegations in one process, for the crash test
 (SPEC §19, "A crash never leaves a call and its result out of step").
 
-    python tests/reliability/crash_worker.py STORAGE run N      # talks until killed
-    python tests/reliability/crash_worker.py STORAGE check N    # one message per thread
+    python tests/reliability/crash_worker.py STORAGE run N [DRIVER]    # talks until killed
+    python tests/reliability/crash_worker.py STORAGE check N [DRIVER]  # one message per thread
+
+DRIVER is `facade` (`agent.generate`, default) or `graph` (the compiled graph driven
+with `graph.ainvoke`, as an app embedding it or a server does).
 
 `run` keeps N conversations going at once: each turn the supervisor makes two parallel
 delegations and a tool call of its own, and each subagent calls a tool, every model
@@ -68,11 +71,18 @@ def build(memory: Memory) -> Agent:
     return Agent(id="boss", model=model, tools=[lookup], agents={"research": sub("research"), "writer": sub("writer")}, memory=memory)
 
 
-async def talk(agent: Agent, thread: str) -> None:
+async def send(agent: Agent, graph: Any, thread: str, text: str) -> None:
+    if graph is None:
+        await agent.generate(text, memory={"thread": thread, "resource": "crash"})
+    else:
+        await graph.ainvoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}})
+
+
+async def talk(agent: Agent, graph: Any, thread: str) -> None:
     turn = 0
     while True:
         turn += 1
-        await agent.generate(f"turn {turn}", memory={"thread": thread, "resource": "crash"})
+        await send(agent, graph, thread, f"turn {turn}")
 
 
 def _pairs(messages: list[BaseMessage]) -> dict[str, Any]:
@@ -88,19 +98,20 @@ def _pairs(messages: list[BaseMessage]) -> dict[str, Any]:
     return {"order": order, "repaired": repaired}
 
 
-async def main(storage: str, mode: str, n: int) -> None:
+async def main(storage: str, mode: str, n: int, driver: str) -> None:
     async with Memory(storage, lease_ttl=0.5) as memory:
         agent = build(memory)
+        graph = None if driver == "facade" else agent.compile(checkpointer=await memory.checkpointer(), store=await memory.store())
         threads = [f"crash-{i}" for i in range(n)]
         if mode == "run":
             print("ready", flush=True)
-            await asyncio.gather(*(talk(agent, t) for t in threads))
+            await asyncio.gather(*(talk(agent, graph, t) for t in threads))
             return
         report: dict[str, Any] = {"threads": {}, "inputs": []}
         for thread in threads:
             if not await memory.get_messages(thread):
                 continue  # never touched
-            await agent.generate("after the crash", memory={"thread": thread, "resource": "crash"})
+            await send(agent, graph, thread, "after the crash")
             stored = await memory.get_messages(thread)
             report["threads"][thread] = _pairs(stored)
             for m in stored:  # the delegation threads this conversation made
@@ -113,4 +124,4 @@ async def main(storage: str, mode: str, n: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "facade"))

@@ -20,6 +20,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 WORKER = Path(__file__).with_name("crash_worker.py")
 THREADS = 20
 TRIALS = 3
@@ -41,11 +43,14 @@ def problems(order: list[list[str]]) -> list[str]:
     return found
 
 
-def test_sigkill_at_random_moments_never_leaves_calls_and_results_out_of_step(shared_storage: str) -> None:
+@pytest.mark.parametrize("driver", ["facade", "graph"])
+def test_sigkill_at_random_moments_never_leaves_calls_and_results_out_of_step(shared_storage: str, driver: str) -> None:
+    """`facade`: `agent.generate`; `graph`: the compiled graph with `graph.ainvoke`, as
+    an embedding app or a server drives it."""
     rng = random.Random()
     for _ in range(TRIALS):
         proc = subprocess.Popen(
-            [sys.executable, str(WORKER), shared_storage, "run", str(THREADS)],
+            [sys.executable, str(WORKER), shared_storage, "run", str(THREADS), driver],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
@@ -53,7 +58,7 @@ def test_sigkill_at_random_moments_never_leaves_calls_and_results_out_of_step(sh
         proc.kill()  # SIGKILL
         proc.wait(10)
     check = subprocess.run(
-        [sys.executable, str(WORKER), shared_storage, "check", str(THREADS)], capture_output=True, text=True, timeout=240
+        [sys.executable, str(WORKER), shared_storage, "check", str(THREADS), driver], capture_output=True, text=True, timeout=240
     )
     assert check.returncode == 0, check.stderr[-3000:]
     report: dict[str, Any] = json.loads(check.stdout.strip().splitlines()[-1])
