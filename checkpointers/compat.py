@@ -27,6 +27,10 @@ module, so an upgrade that changes one of them breaks here, in one place, and
   interrupt, a crash or a retry), the flag LangGraph itself hands subgraphs
   (`CONFIG_KEY_RESUMING`) so they continue from their own checkpoint. A subagent run
   inside its delegation's node reads its saved progress only then.
+- `node_runnable`: a node with both a sync and an async function. `add_node` given a
+  coroutine function builds LangGraph's `RunnableCallable` with no sync side, so
+  `graph.invoke` fails; the same class with both sides keeps LangGraph's injection of
+  `config` / `runtime` by parameter name (a `RunnableLambda` would not inject `runtime`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER, CONFIG_KEY_RESUMING
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.channels.binop import _get_overwrite
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import WRITES_IDX_MAP, DeltaChannelHistory
@@ -55,6 +60,7 @@ __all__ = [
     "has_checkpointer",
     "is_resuming",
     "namespaced_config",
+    "node_runnable",
     "read_channel",
     "with_checkpointer",
 ]
@@ -64,6 +70,11 @@ __all__ = [
 INTERRUPT_WRITE = "__interrupt__"
 
 T = TypeVar("T")
+
+
+def node_runnable(name: str, func: Callable[..., Any], afunc: Callable[..., Any]) -> Any:
+    """A graph node running `func` under sync drivers and `afunc` under async ones."""
+    return RunnableCallable(func, afunc, name=name, trace=False)
 
 
 def is_overwrite(value: Any) -> bool:

@@ -45,6 +45,7 @@ from supervisor_graph.nodes.task_complete import make_task_complete_node
 from supervisor_graph.nodes.tools import make_tools_node
 from supervisor_graph.remote import RemoteAgent
 from supervisor_graph.server_background import server_host
+from supervisor_graph.sync_nodes import with_sync_twin
 from supervisor_graph.tools import is_client_tool
 from supervisor_graph.versions import resolver_for
 
@@ -145,7 +146,9 @@ def new_builder(agent: Agent, spec: AgentSpec) -> Any:
 
 
 def add_nodes(builder: Any, agent: Agent, spec: AgentSpec, table: dict[str, Any], keys: list[str]) -> None:
-    """Add the nodes of `table` to `builder`, with subagent keys `keys` as fan-out targets."""
+    """Add the nodes of `table` to `builder`, with subagent keys `keys` as fan-out targets;
+    each with a sync twin (supervisor_graph/sync_nodes.py), so sync drivers work too."""
+    table = {name: with_sync_twin(name, fn) for name, fn in table.items()}
     in_state = spec.working_memory is not None and spec.working_memory.scope == "thread"
     background = spec.background is not None
     fan_out = (TOOLS_NODE, *keys, *(start_node(k) for k in keys))

@@ -94,3 +94,25 @@ async def test_on_connection_thread_runs_one_job_in_order_with_the_connection(tm
         assert ident != threading.get_ident()
         async with conn.execute("SELECT v FROM t") as cur:
             assert await cur.fetchall() == [(7,)]
+
+
+async def test_node_runnable_injects_config_and_runtime_on_both_sides() -> None:
+    from langgraph.graph import START, StateGraph
+    from typing_extensions import TypedDict
+
+    class State(TypedDict):
+        seen: str
+
+    def sync(state: State, config: Any, runtime: Any) -> dict[str, str]:
+        return {"seen": f"sync {config['configurable']['thread_id']} {runtime.context}"}
+
+    async def async_(state: State, config: Any, runtime: Any) -> dict[str, str]:
+        return {"seen": f"async {config['configurable']['thread_id']} {runtime.context}"}
+
+    builder: Any = StateGraph(State)
+    builder.add_node("n", compat.node_runnable("n", sync, async_))
+    builder.add_edge(START, "n")
+    graph = builder.compile()
+    config: Any = {"configurable": {"thread_id": "t"}}
+    assert graph.invoke({"seen": ""}, config, context="c")["seen"] == "sync t c"
+    assert (await graph.ainvoke({"seen": ""}, config, context="c"))["seen"] == "async t c"
