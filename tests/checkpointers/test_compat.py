@@ -13,6 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Send
 from typing_extensions import TypedDict
 
@@ -97,16 +98,13 @@ async def test_on_connection_thread_runs_one_job_in_order_with_the_connection(tm
 
 
 async def test_node_runnable_injects_config_and_runtime_on_both_sides() -> None:
-    from langgraph.graph import START, StateGraph
-    from typing_extensions import TypedDict
-
     class State(TypedDict):
         seen: str
 
-    def sync(state: State, config: Any, runtime: Any) -> dict[str, str]:
+    def sync(state: State, config: RunnableConfig, runtime: Runtime[Any]) -> dict[str, str]:
         return {"seen": f"sync {config['configurable']['thread_id']} {runtime.context}"}
 
-    async def async_(state: State, config: Any, runtime: Any) -> dict[str, str]:
+    async def async_(state: State, config: RunnableConfig, runtime: Runtime[Any]) -> dict[str, str]:
         return {"seen": f"async {config['configurable']['thread_id']} {runtime.context}"}
 
     builder: Any = StateGraph(State)
