@@ -7,7 +7,17 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["AbortController", "AbortSignal", "RequestContext", "current_request_context", "using_request_context"]
+__all__ = [
+    "DELEGATION_HOOK_ERRORS",
+    "AbortController",
+    "AbortSignal",
+    "RequestContext",
+    "current_request_context",
+    "using_request_context",
+]
+
+# The request-context key of the run's list of delegation hook failures (SPEC §6.4).
+DELEGATION_HOOK_ERRORS = "__supervisor_graph_delegation_hook_errors"
 
 
 class RequestContext:
@@ -31,6 +41,12 @@ class RequestContext:
         self._data: dict[str, Any] = dict(initial or {})
 
     def get(self, key: str, default: Any = None) -> Any:
+        if key == DELEGATION_HOOK_ERRORS and key not in self._data:
+            # the run's hook failures are a list, [] while nothing failed; hooks that
+            # fail later append to this same list
+            errors: list[Any] = []
+            self._data[key] = errors
+            return errors
         return self._data.get(key, default)
 
     def set(self, key: str, value: Any) -> None:

@@ -22,7 +22,7 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from supervisor_graph.checkpointers.compat import read_channel
-from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.context import DELEGATION_HOOK_ERRORS, RequestContext
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.prefix_cache import PrefixCache
@@ -64,7 +64,6 @@ __all__ = [
 log = logging.getLogger("supervisor_graph")
 
 # Where every hook failure of a run is recorded, in the top-level run's request context.
-DELEGATION_HOOK_ERRORS = "__supervisor_graph_delegation_hook_errors"
 # Run-level identity keys in a request context; never copied to a delegation's context.
 RUN_ID_KEY = "__supervisor_graph_run_id"
 THREAD_ID_KEY = "__supervisor_graph_thread_id"

@@ -124,3 +124,11 @@ async def test_complete_hook_raising_on_a_failed_delegation_keeps_the_original_e
     assert seen == [original]
     assert result.delegations[0].error == "ConnectionError"
     assert record_of(ctx, result.run_id)[0]["hook"] == "on_delegation_complete"
+
+
+async def test_no_failure_is_an_empty_list(store) -> None:
+    parent, _, _ = build(store)
+    ctx = RequestContext()
+    assert ctx.get(DELEGATION_HOOK_ERRORS) == []  # before the run too
+    await parent.generate("go", **store.call(request_context=ctx))
+    assert ctx.get(DELEGATION_HOOK_ERRORS) == []
