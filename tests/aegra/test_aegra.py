@@ -1,7 +1,8 @@
 """The compiled graph, unchanged, on two Aegra servers sharing one Postgres and one Redis
 (SPEC §20): a pause on one is resumed on the other, 30 concurrent threads spread over
 both all finish, and a server killed with SIGKILL mid-run loses no run and repeats no
-side effect.
+side effect, nor a background task's notice. The capabilities of
+tests/embedding/test_parity.py are checked here over HTTP too (tests/studio/parity_checks.py).
 
 Aegra needs Python 3.12+: `bench.aegra` builds `.venv-aegra` (pyenv's or the PATH's
 python3.12, `aegra-api` / `aegra-cli` 0.11 and this project) once, and reuses it.
@@ -13,14 +14,17 @@ import asyncio
 import random
 import re
 import sys
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench.aegra import aegra_command, aegra_env, aegra_server, free_port, kill_server, server_alive, write_config
 from tests.conftest import fresh_postgres
+from tests.studio import parity_checks as parity
 from tests.studio.background_graph import answered_on_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +55,8 @@ def cluster(aegra: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
             "approver": str(ROOT / "tests/remote/graphs.py") + ":approver",
             # background delegations hosted by the servers (SPEC §12)
             "background": str(ROOT / "tests/studio/background_graph.py") + ":graph",
+            # one small graph per capability (tests/studio/parity_graphs.py)
+            **parity.GRAPHS,
         },
     )
     # Aegra offers no in-process client: background runs are started through the second
@@ -72,13 +78,26 @@ def cluster(aegra: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
         # the first server runs the migrations; the second starts once it answers
         first = servers.enter_context(aegra_server(aegra, config, env, ports[0]))
         second = servers.enter_context(aegra_server(aegra, config, env, ports[1]))
-        yield {"urls": [first[0], second[0]], "procs": [first[1], second[1]], "logs": [first[2], second[2]], "ledger": ledger}
+        yield {
+            "urls": [first[0], second[0]],
+            "procs": [first[1], second[1]],
+            "logs": [first[2], second[2]],
+            "ledger": ledger,
+            "config": config,
+            "env": env,
+            "database": database,
+        }
 
 
 def client(url: str):
     from langgraph_sdk import get_client
 
     return get_client(url=url)
+
+
+def live(cluster: dict) -> Any:
+    """A client of a server still up (the crash test kills the first one)."""
+    return client(next(u for u, proc in zip(cluster["urls"], cluster["procs"], strict=True) if server_alive(proc)))
 
 
 async def test_a_run_paused_on_one_server_is_resumed_on_the_other(cluster: dict) -> None:
@@ -197,3 +216,103 @@ async def test_a_remote_subagent_on_aegra_answers_and_its_interrupt_is_resumed(c
     assert (item.kind, item.tool_name) == ("approval", "transfer")
     done = await approver.approve_tool_call(interrupt_id=item.interrupt_id, memory={"thread": "aegra-remote"})
     assert done.text == "boss: transfer done"
+
+
+def ran(log: Path, run_id: str) -> bool:
+    """Whether a server's worker ran `run_id` to its end, from its log."""
+    lines = ANSI.sub("", log.read_text(errors="replace")).splitlines()
+    return any("Worker finished run" in line and f"run_id={run_id}" in line for line in lines)
+
+
+async def test_a_background_task_whose_server_is_killed_finishes_on_another_answered_once(
+    aegra: str, cluster: dict
+) -> None:
+    """SPEC §12 and §20: a background task whose server is SIGKILLed while the task runs
+    is run again by another server, and the parent thread hears of it once.
+
+    The server killed here is a third one, started by this test: the crash test above kills
+    the first server of the cluster, which has two, and this test must not depend on the
+    order. The third server shares the cluster's database but takes runs from a queue of its
+    own (`WORKER_QUEUE_KEY`) and starts background tasks through its own URL, so the parent
+    run and the task's run both surely run on it; once it is killed and the task's lease
+    expires, a surviving server's lease reaper puts the run back on the cluster's queue
+    (a reaper re-enqueues on its own server's queue), where a surviving worker runs it."""
+    port = free_port()
+    env = {
+        **cluster["env"],
+        "WORKER_QUEUE_KEY": f"sg:{uuid.uuid4().hex[:8]}",
+        "SUPERVISOR_GRAPH_SERVER_URL": f"http://127.0.0.1:{port}",
+    }
+    with aegra_server(aegra, cluster["config"], env, port) as (url, proc, log):
+        doomed = client(url)
+        tid = (await doomed.threads.create())["thread_id"]
+        prompt = {"messages": [{"role": "user", "content": "go"}]}
+        async for part in doomed.runs.stream(tid, "parity_background_slow", input=prompt):  # `runs.wait` polls every 2 s
+            assert part.event != "error", part.data
+        [record] = (await doomed.threads.get_state(tid))["values"]["background_tasks"].values()
+        deadline = asyncio.get_running_loop().time() + 20
+        while record["server_run"] not in in_flight(log, "parity_background_slow"):
+            assert asyncio.get_running_loop().time() < deadline, "the third server never took the task's run"
+            await asyncio.sleep(0.1)
+        kill_server(proc)  # SIGKILL mid-task: its researcher takes 3 s
+        proc.wait(10)
+        await asyncio.sleep(0.5)
+        assert not server_alive(proc), "the killed server still runs"
+        assert not ran(log, record["server_run"])  # killed mid-task
+    survivor = live(cluster)
+    task_id, record, values = await answered_on_server(survivor, tid)  # the notice, once
+    assert values["background_tasks"][task_id]["status"] == "completed"
+    assert any(ran(log, record["server_run"]) for log in cluster["logs"])  # finished by a surviving server
+    task_thread = await survivor.threads.get_state(record["server_thread"])
+    assert task_thread["values"]["messages"][-1]["content"] == "server facts"
+
+
+# -- the capabilities of tests/embedding/test_parity.py, over HTTP (SPEC §23) -------------
+
+
+async def test_delegation_hooks_from_default_options(cluster: dict) -> None:
+    await parity.check_hooks(live(cluster))
+
+
+async def test_result_references_from_default_options(cluster: dict) -> None:
+    await parity.check_references(live(cluster))
+
+
+async def test_scorers_from_default_options_loop_until_they_pass(cluster: dict) -> None:
+    await parity.check_scorer(live(cluster))
+
+
+async def test_suspend_in_a_subagents_tool_resumed_with_a_command(cluster: dict) -> None:
+    await parity.check_suspend(live(cluster))
+
+
+async def test_a_client_tool_ends_the_run_with_the_call_pending(cluster: dict) -> None:
+    await parity.check_client_tool(live(cluster))
+
+
+async def test_the_request_context_comes_from_the_runs_context(cluster: dict) -> None:
+    await parity.check_request_context(live(cluster))
+
+
+async def test_the_subagent_set_is_chosen_per_run_from_its_context(cluster: dict) -> None:
+    await parity.check_dynamic(live(cluster))
+
+
+async def test_usage_reaches_the_client_in_the_runs_output(cluster: dict) -> None:
+    await parity.check_usage(live(cluster))
+
+
+async def test_a_version_in_the_servers_store_is_selected_by_the_runs_context(cluster: dict) -> None:
+    """Aegra's store API scopes every namespace per user, so the version is written to the
+    cluster's Postgres store directly, the store the graphs read."""
+    from langgraph.store.postgres.aio import AsyncPostgresStore
+
+    async def put(namespace: tuple[str, ...], key: str, value: dict[str, Any]) -> None:
+        async with AsyncPostgresStore.from_conn_string(cluster["database"]) as store:
+            await store.aput(namespace, key, value, index=False)
+
+    await parity.check_versions(live(cluster), put)
+
+
+async def test_a_run_cancelled_mid_delegation_is_closed_by_the_next_run(cluster: dict) -> None:
+    await parity.check_cancel(live(cluster))

@@ -2,6 +2,9 @@
 subprocess on a free loopback port, and the test drives it over HTTP with
 `langgraph_sdk`, the client Studio itself uses.
 
+The capabilities of tests/embedding/test_parity.py are checked here over HTTP too
+(tests/studio/parity_checks.py, on the graphs of tests/studio/parity_graphs.py).
+
 One server serves the whole module. It runs in a temporary copy of the project (so its
 `.langgraph_api/` store never lands in the work tree), offline: no version check, no
 CLI analytics, no tracing. Its process group is killed even when a test fails.
@@ -18,6 +21,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from tests.langgraph_dev import langgraph_dev
+from tests.studio import parity_checks as parity
 from tests.studio.background_graph import answered_on_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +33,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a `langgraph dev` server serving this project's `langgraph.json`."""
     config = json.loads((ROOT / "langgraph.json").read_text())
     config["graphs"]["background"] = str(ROOT / "tests/studio/background_graph.py") + ":graph"
+    config["graphs"].update(parity.GRAPHS)  # one small graph per capability (tests/studio/parity_graphs.py)
     with langgraph_dev(tmp_path_factory.mktemp("studio"), config) as url:
         yield url
 
@@ -169,3 +174,51 @@ async def test_a_background_delegation_is_a_server_run_whose_outcome_is_answered
     assert values["background_tasks"][task_id]["status"] == "completed"
     task_thread = await client.threads.get_state(record["server_thread"])
     assert task_thread["values"]["messages"][-1]["content"] == "server facts"  # the task ran on its own thread
+
+
+# -- the capabilities of tests/embedding/test_parity.py, over HTTP (SPEC §23) -------------
+
+
+async def test_delegation_hooks_from_default_options(server: str) -> None:
+    await parity.check_hooks(get_client(url=server))
+
+
+async def test_result_references_from_default_options(server: str) -> None:
+    await parity.check_references(get_client(url=server))
+
+
+async def test_scorers_from_default_options_loop_until_they_pass(server: str) -> None:
+    await parity.check_scorer(get_client(url=server))
+
+
+async def test_suspend_in_a_subagents_tool_resumed_with_a_command(server: str) -> None:
+    await parity.check_suspend(get_client(url=server))
+
+
+async def test_a_client_tool_ends_the_run_with_the_call_pending(server: str) -> None:
+    await parity.check_client_tool(get_client(url=server))
+
+
+async def test_the_request_context_comes_from_the_runs_context(server: str) -> None:
+    await parity.check_request_context(get_client(url=server))
+
+
+async def test_the_subagent_set_is_chosen_per_run_from_its_context(server: str) -> None:
+    await parity.check_dynamic(get_client(url=server))
+
+
+async def test_usage_reaches_the_client_in_the_runs_output(server: str) -> None:
+    await parity.check_usage(get_client(url=server))
+
+
+async def test_a_version_in_the_servers_store_is_selected_by_the_runs_context(server: str) -> None:
+    client = get_client(url=server)
+
+    async def put(namespace: tuple[str, ...], key: str, value: dict[str, Any]) -> None:
+        await client.store.put_item(namespace, key=key, value=value, index=False)
+
+    await parity.check_versions(client, put)
+
+
+async def test_a_run_cancelled_mid_delegation_is_closed_by_the_next_run(server: str) -> None:
+    await parity.check_cancel(get_client(url=server))

@@ -1,0 +1,210 @@
+"""What tests/embedding/test_parity.py checks on a compiled graph, checked over HTTP with
+`langgraph_sdk` on a server that serves tests/studio/parity_graphs.py: `langgraph dev`
+(tests/studio/test_langgraph_dev.py) and Aegra (tests/aegra/test_aegra.py) call the same
+checker per capability, with a client of their server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from supervisor_graph.nodes.tools import ABORTED_TOOL_TEXT
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# graph id on the server -> the compiled graph in parity_graphs.py
+GRAPHS = {
+    f"parity_{name}": str(ROOT / "tests/studio/parity_graphs.py") + f":{name}"
+    for name in (
+        "hooks",
+        "references",
+        "scorer",
+        "suspended",
+        "client",
+        "context",
+        "dynamic",
+        "versions",
+        "slow",
+        "background_slow",
+    )
+}
+
+
+def _human(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+async def _thread(client: Any) -> str:
+    return str((await client.threads.create())["thread_id"])
+
+
+async def _run(client: Any, thread_id: str, graph: str, **kwargs: Any) -> dict[str, Any]:
+    """One run of `parity_<graph>` to its end; the values it ended with. Streamed, not
+    `runs.wait`: Aegra answers `runs.wait` on a two-second poll."""
+    out: dict[str, Any] = {}
+    async for part in client.runs.stream(thread_id, f"parity_{graph}", stream_mode="values", **kwargs):
+        assert part.event != "error", part.data
+        if part.event == "values":
+            out = part.data
+    return out
+
+
+async def _messages(client: Any, thread_id: str) -> list[dict[str, Any]]:
+    values = (await client.threads.get_state(thread_id))["values"] or {}
+    return list(values.get("messages") or [])
+
+
+def _tool_results(messages: list[dict[str, Any]]) -> list[str]:
+    return [str(m["content"]) for m in messages if m["type"] == "tool"]
+
+
+async def check_hooks(client: Any) -> None:
+    """on_delegation_start rewrites the prompt, on_delegation_complete the result."""
+    out = await _run(client, await _thread(client), "hooks", input=_human("go"))
+    assert out["messages"][-1]["content"] == "DID IT (CAREFULLY)"
+
+
+async def check_references(client: Any) -> None:
+    """The first result gets a ref id; a delegation naming it gets its text before the prompt."""
+    tid = await _thread(client)
+    await _run(client, tid, "references", input=_human("go"))
+    first, second = _tool_results(await _messages(client, tid))
+    assert first.startswith("worked on <<first>>") and "[ref: worker-agent-1]" in first
+    assert "worked on <<first>>" in second.removeprefix("worked on <<")  # the referenced text came first
+    assert second.split(">>")[-2].endswith("second")  # then the prompt
+
+
+async def check_scorer(client: Any) -> None:
+    """A failing scorer sends its feedback back to the supervisor until the answer passes."""
+    tid = await _thread(client)
+    out = await _run(client, tid, "scorer", input=_human("go"))
+    assert out["messages"][-1]["content"] == "see http://example.org"
+    contents = [str(m["content"]) for m in await _messages(client, tid)]
+    assert contents[1] == "no link yet" and "not complete yet" in contents[2] and len(contents) == 4
+
+
+async def check_suspend(client: Any) -> None:
+    """suspend() in a subagent's tool: the interrupt is in the thread state; a command
+    resuming it by id gives the tool its data."""
+    tid = await _thread(client)
+    await _run(client, tid, "suspended", input=_human("go"))
+    state = await client.threads.get_state(tid)
+    [item] = state["interrupts"]
+    assert item["value"]["kind"] == "suspend" and item["value"]["payload"] == {"question": "Which?"}
+    out = await _run(client, tid, "suspended", command={"resume": {item["id"]: "savings"}})
+    assert out["messages"][-1]["content"] == "using savings"
+    [delegation] = [m for m in out["messages"] if m["type"] == "tool"]
+    assert delegation["artifact"]["usage"]["total_tokens"] == 30  # the call before the pause counts too
+    assert not (await client.threads.get_state(tid))["interrupts"]
+
+
+async def check_client_tool(client: Any) -> None:
+    """A client tool ends the run with its call pending (no interrupt); the caller's result
+    as the next input continues it."""
+    tid = await _thread(client)
+    out = await _run(client, tid, "client", input=_human("go"))
+    assert out["finish_reason"] == "tool-calls"
+    [call] = out["messages"][-1]["tool_calls"]
+    assert call["name"] == "confirm_in_ui"
+    state = await client.threads.get_state(tid)
+    assert not state["interrupts"] and state["next"] == []
+    result = {"type": "tool", "content": "yes", "tool_call_id": call["id"], "name": "confirm_in_ui"}
+    done = await _run(client, tid, "client", input={"messages": [result]})
+    assert done["messages"][-1]["content"] == "ui said yes"
+
+
+async def check_request_context(client: Any) -> None:
+    """`context={"request_context": ...}` on runs.wait and on runs.create reaches a
+    subagent's tool."""
+    out = await client.runs.wait(
+        await _thread(client), "parity_context", input=_human("go"), context={"request_context": {"user": "ada"}}
+    )
+    assert out["messages"][-1]["content"] == "it is ada"
+    tid = await _thread(client)
+    run = await client.runs.create(
+        tid, "parity_context", input=_human("go"), context={"request_context": {"user": "grace"}}
+    )
+    async for part in client.runs.join_stream(tid, run["run_id"]):  # `runs.join` polls, like `runs.wait`
+        assert part.event != "error", part.data
+    assert (await _messages(client, tid))[-1]["content"] == "it is grace"
+
+
+async def check_dynamic(client: Any) -> None:
+    """`agents=callable`: each run on the thread gets the set its request context chooses."""
+    tid = await _thread(client)
+    enterprise = {"request_context": {"tier": "enterprise"}}
+    free = {"request_context": {"tier": "free"}}
+    out = await _run(client, tid, "dynamic", input=_human("legal"), context=enterprise)
+    assert out["messages"][-1]["content"] == "boss: legal done"
+    out = await _run(client, tid, "dynamic", input=_human("support"), context=free)
+    assert out["messages"][-1]["content"] == "boss: support done"
+    out = await _run(client, tid, "dynamic", input=_human("legal"), context=free)  # not in this run's set
+    assert "there is no tool named 'agent-legal'" in out["messages"][-2]["content"]
+    out = await _run(client, tid, "dynamic", input=_human("sales"), context=enterprise)
+    assert out["messages"][-1]["content"] == "boss: sales done"
+
+
+async def check_usage(client: Any) -> None:
+    """Every model call's usage is on its AI message in the run's output (the state the
+    run ended with); a delegation's result carries its subagent's total, in the thread
+    state too.
+
+    Not checked: the AI messages of `threads.get_state`. There the server rebuilds the
+    `messages` DeltaChannel by replaying its writes, decoded as plain dicts, through the
+    channel's reducer (`add_messages`), which files `usage_metadata` (and
+    `invalid_tool_calls`) under `additional_kwargs`; a graph on a plain `MessagesState`
+    keeps them in place."""
+    tid = await _thread(client)
+    out = await _run(client, tid, "context", input=_human("go"), context={"request_context": {"user": "ada"}})
+    ai = [m for m in out["messages"] if m["type"] == "ai"]
+    assert len(ai) == 2 and all(
+        m["usage_metadata"] == {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15} for m in ai
+    ), ai
+    for messages in (out["messages"], await _messages(client, tid)):
+        [delegation] = [m for m in messages if m["type"] == "tool"]
+        usage = delegation["artifact"]["usage"]  # the worker's two calls: a tool call, then its answer
+        assert (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"]) == (20, 10, 30)
+
+
+async def check_versions(client: Any, put: Callable[[tuple[str, ...], str, dict[str, Any]], Awaitable[None]]) -> None:
+    """A version stored in the server's store, selected by the run's context, replaces the
+    subagent's code definition; without a selection the code runs. `put(namespace, key,
+    value)` writes to the store the graph reads."""
+    version = {
+        "version_id": "v2",
+        "agent_id": "research-agent",
+        "status": "published",
+        "created_at": datetime.now(UTC).isoformat(),
+        "definition": {"instructions": "RESEARCH V2"},
+    }
+    await put(("supervisor_graph", "versions"), json.dumps(["research-agent", "v2"]), version)
+    selected = {"versions": {"agents": {"research-agent": {"status": "published"}}}}
+    out = await _run(client, await _thread(client), "versions", input=_human("go"), context=selected)
+    assert out["messages"][-1]["content"] == "said: RESEARCH V2"
+    out = await _run(client, await _thread(client), "versions", input=_human("go"))
+    assert out["messages"][-1]["content"] == "said: RESEARCH CODE"
+
+
+async def check_cancel(client: Any) -> None:
+    """A run cancelled mid-delegation (runs.cancel) leaves two calls without results; the
+    next run on the thread closes them with the [Aborted] text before its input, so the
+    supervisor's model never sees an unanswered call."""
+    tid = await _thread(client)
+    run = await client.runs.create(tid, "parity_slow", input=_human("go"))
+    deadline = asyncio.get_running_loop().time() + 20
+    while not any(m["type"] == "ai" and m.get("tool_calls") for m in await _messages(client, tid)):
+        assert asyncio.get_running_loop().time() < deadline, "the delegations never started"
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)  # the subagents nap in their tool (3 s)
+    await client.runs.cancel(tid, run["run_id"], wait=True)
+    assert (await client.runs.get(tid, run["run_id"]))["status"] == "interrupted"
+    out = await _run(client, tid, "slow", input=_human("next"))
+    assert out["messages"][-1]["content"] == "fresh answer"
+    kinds = [(m["type"], m["content"]) for m in out["messages"]]
+    assert kinds[0] == ("human", "go") and kinds[1][0] == "ai"
+    assert kinds[2:4] == [("tool", ABORTED_TOOL_TEXT)] * 2
+    assert kinds[4] == ("human", "next") and len(kinds) == 6
