@@ -1,0 +1,161 @@
+"""A fake OpenAI-compatible chat server on loopback, for running agents offline.
+
+    python -m supervisor_graph.testing.openai_server --port 8100
+
+then, in another shell:
+
+    OPENAI_BASE_URL=http://127.0.0.1:8100/v1 OPENAI_API_KEY=offline \\
+        supervisor-graph demo --model openai/gpt-5-mini
+
+It speaks `/v1/chat/completions` like vLLM, Ollama or LM Studio where it matters:
+streamed responses carry usage only when the request sets
+`stream_options.include_usage`; non-streamed ones always do. Replies come from
+`reply(body) -> str | {"tool": name, "args": {...}}`; the default (`default_reply`)
+makes any supervisor delegate once and sum up: a model offered `agent-*` tools calls
+the first with the user's text, a subagent answers its prompt, and a turn after a
+tool result reports it. In tests, `with FakeOpenAI(reply) as server:` serves on a free
+port from a thread (`server.base_url`, `server.requests`). Needs the `agui` extra
+(FastAPI and uvicorn).
+"""
+
+import argparse
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["USAGE", "FakeOpenAI", "app", "default_reply", "main"]
+
+USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+
+Reply = Callable[[dict[str, Any]], Any]
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def default_reply(body: dict[str, Any]) -> Any:
+    """Delegate once, then report: enough for any supervisor to run end to end."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        return f"Done: {_text(last)}"
+    asked = _text(last)
+    tools = [t.get("function", {}).get("name", "") for t in body.get("tools") or []]
+    delegation = next((name for name in tools if name.startswith("agent-")), None)
+    if delegation is not None:
+        return {"tool": delegation, "args": {"prompt": asked}}
+    return f"Answer to: {asked}"
+
+
+def app(reply: Reply = default_reply, requests: list[dict[str, Any]] | None = None) -> Any:
+    """The FastAPI app; every request body is appended to `requests` when given."""
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse, StreamingResponse
+
+    api = FastAPI()
+    # (no `from __future__ import annotations` here: FastAPI reads `Request` from the
+    # annotation object itself, which a local import leaves out of the module globals)
+
+    @api.post("/v1/chat/completions")
+    async def chat(request: Request) -> Any:
+        body = await request.json()
+        if requests is not None:
+            requests.append(body)
+        answer = reply(body)
+        base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "created": int(time.time()), "model": body["model"]}
+        if isinstance(answer, dict):
+            call = {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {"name": answer["tool"], "arguments": json.dumps(answer.get("args", {}))},
+            }
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish = "tool_calls"
+        else:
+            message, finish = {"role": "assistant", "content": str(answer)}, "stop"
+        if not body.get("stream"):
+            return JSONResponse(
+                {**base, "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": USAGE}
+            )
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return StreamingResponse(_sse(base, message, finish, include_usage), media_type="text/event-stream")
+
+    return api
+
+
+def _sse(base: dict[str, Any], message: dict[str, Any], finish: str, include_usage: bool) -> Iterator[str]:
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
+        choices = [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+        return "data: " + json.dumps({**base, "object": "chat.completion.chunk", "choices": choices}) + "\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    if message.get("tool_calls"):
+        yield chunk({"tool_calls": [{"index": 0, **message["tool_calls"][0]}]})
+    else:
+        for word in str(message["content"]).split(" "):
+            yield chunk({"content": word + " "})
+    yield chunk({}, finish)
+    if include_usage:  # as real servers do: only when the request asked for it
+        yield "data: " + json.dumps({**base, "object": "chat.completion.chunk", "choices": [], "usage": USAGE}) + "\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class FakeOpenAI:
+    """The server on a free loopback port, from a background thread, for tests."""
+
+    def __init__(self, reply: Reply = default_reply) -> None:
+        import uvicorn
+
+        self.requests: list[dict[str, Any]] = []
+        self.port = _free_port()
+        config = uvicorn.Config(app(reply, self.requests), host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> "FakeOpenAI":
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the fake OpenAI server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import uvicorn
+
+    parser = argparse.ArgumentParser(prog="python -m supervisor_graph.testing.openai_server", description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8100)
+    parser.add_argument("--host", default="127.0.0.1")
+    args = parser.parse_args(argv)
+    print(f"fake OpenAI-compatible server at http://{args.host}:{args.port}/v1 (Ctrl-C stops it)", flush=True)
+    uvicorn.run(app(), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
