@@ -153,11 +153,11 @@ async def check_usage(client: Any) -> None:
     run ended with); a delegation's result carries its subagent's total, in the thread
     state too.
 
-    Not checked: the AI messages of `threads.get_state`. There the server rebuilds the
-    `messages` DeltaChannel by replaying its writes, decoded as plain dicts, through the
-    channel's reducer (`add_messages`), which files `usage_metadata` (and
-    `invalid_tool_calls`) under `additional_kwargs`; a graph on a plain `MessagesState`
-    keeps them in place."""
+    Not checked: the AI messages of `threads.get_state`. On `langgraph dev` the server
+    reads the thread's checkpoints as plain dicts and rebuilds the `messages` DeltaChannel
+    by replaying its writes through the channel's reducer (`add_messages`), which files
+    `usage_metadata` (and `invalid_tool_calls`) under `additional_kwargs`; a graph on a
+    plain `MessagesState` keeps them in place, and so does Aegra."""
     tid = await _thread(client)
     out = await _run(client, tid, "context", input=_human("go"), context={"request_context": {"user": "ada"}})
     ai = [m for m in out["messages"] if m["type"] == "ai"]
