@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -71,6 +72,8 @@ def aegra_command() -> str | None:
     python = python312()
     if python is None:
         return None
+    # a minute or so, once: say so rather than sit silent
+    print(f"  building {VENV.name} for the Aegra server ({python}; once, about a minute)", file=sys.stderr, flush=True)
     subprocess.run([python, "-m", "venv", str(VENV)], check=True)
     subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", *AEGRA_PACKAGES, "-e", str(ROOT)], check=True, timeout=900)
     return str(command)
@@ -234,7 +237,11 @@ async def scaleout(spec: ScaleoutSpec, workdir: Path) -> ScaleoutResult:
             name = f"sg_bench_{uuid.uuid4().hex[:10]}"
             conn.execute(f'CREATE DATABASE "{name}"')
     except Exception as exc:  # noqa: BLE001
-        return ScaleoutResult(spec, False, f"PostgreSQL not reachable: {type(exc).__name__}")
+        return ScaleoutResult(spec, False, f"PostgreSQL not reachable on 127.0.0.1:5432: {type(exc).__name__}")
+    if not _redis_up():
+        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        return ScaleoutResult(spec, False, "Redis not reachable on 127.0.0.1:6379")
     database = f"postgresql://postgres@127.0.0.1:5432/{name}"
     folder = workdir / "aegra"
     folder.mkdir(exist_ok=True)
@@ -244,9 +251,11 @@ async def scaleout(spec: ScaleoutSpec, workdir: Path) -> ScaleoutResult:
     result.versions = {"aegra-api": _venv_version("aegra-api"), "langgraph-sdk": metadata.version("langgraph-sdk")}
     try:
         with ExitStack() as servers:
+            print("  starting the first Aegra server", file=sys.stderr, flush=True)
             first = servers.enter_context(aegra_server(aegra, config, env))
             await _load([first[0]], spec, spec.warmup)
             result.points.append(await _load([first[0]], spec, spec.runs))
+            print("  starting the second Aegra server", file=sys.stderr, flush=True)
             second = servers.enter_context(aegra_server(aegra, config, env))
             await _load([second[0]], spec, spec.warmup)
             result.points.append(await _load([first[0], second[0]], spec, spec.runs))
@@ -254,6 +263,14 @@ async def scaleout(spec: ScaleoutSpec, workdir: Path) -> ScaleoutResult:
         with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     return result
+
+
+def _redis_up() -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex(("127.0.0.1", 6379)) == 0
 
 
 def _venv_version(dist: str) -> str:

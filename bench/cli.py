@@ -282,9 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_chart and write_chart(results, chart):
         _progress(f"wrote {chart}")
     _progress(f"done in {results.elapsed:.1f} s")
+    if results.scaleout is not None and not results.scaleout.available:
+        _progress(f"scale-out on Aegra skipped: {results.scaleout.reason}")
     worse = [check for check in results.guard if not check.ok]
     for check in worse:
         _progress(f"REGRESSION: {check.name} is {check.now:.2f}, more than 25% above the committed {check.committed:.2f}")
+    if results.guard and not worse:
+        _progress(f"regression guard: all {len(results.guard)} ratios within 25% of bench/guard.json")
     return 1 if worse else 0
 
 
