@@ -6,6 +6,8 @@
     supervisor-graph draw TARGET [--png FILE]
     supervisor-graph serve TARGET [--port N] [--host HOST] [--path /agent]
                            [--subagents hidden|attributed] [--resource ID]
+                           [--auth-token TOKEN] [--allowed-hosts H1,H2] [--workers N]
+                           [--max-body-bytes N] [--max-thread-id-length N]
     supervisor-graph versions list|save|publish|show TARGET AGENT_ID [...] [--db PATH]
 
 TARGET names an `Agent`: `package.module:attr` or `path/to/file.py:attr`.
@@ -507,13 +509,35 @@ def cmd_draw(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve an agent to AG-UI clients (the `agui` extra) until Ctrl-C."""
-    agent = load_agent(args.target)
+    token = args.auth_token or None
     try:
-        from supervisor_graph.agui import serve
+        from supervisor_graph.agui.endpoint import check_binding
+        from supervisor_graph.agui.serving import default_allowed_hosts
     except ImportError as exc:
         raise CLIError(f"serve needs the agui extra: pip install 'supervisor-graph[agui]' ({exc.name} is missing)") from None
+    try:
+        check_binding(args.host, token)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     if args.workers < 1:
         raise CLIError(f"--workers must be at least 1, not {args.workers}")
+    if args.max_body_bytes < 1 or args.max_thread_id_length < 1:
+        raise CLIError("--max-body-bytes and --max-thread-id-length must be at least 1")
+    hosts = [h.strip() for h in args.allowed_hosts.split(",") if h.strip()] if args.allowed_hosts else None
+    settings: dict[str, Any] = {
+        "path": args.path,
+        "resource_id": args.resource,
+        "subagent_visibility": args.subagents,
+        "auth_token": token,
+        "allowed_hosts": hosts if hosts is not None else default_allowed_hosts(args.host),
+        "max_body_bytes": args.max_body_bytes,
+        "max_thread_id_length": args.max_thread_id_length,
+    }
+    agent = load_agent(args.target)
+    where = f"http://{args.host}:{args.port}"
+    shown = f"serving {agent.id} over AG-UI at {where}{args.path}"
+    if token:
+        shown += f" (token required; the page at {where}/ asks for it once, or open it with ?token=...)"
     if args.workers > 1:
         if agent.memory is None or agent.memory.kind not in ("sqlite", "postgres"):
             raise CLIError(
@@ -524,23 +548,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         from supervisor_graph.agui.workers import SERVE_ENV
 
-        os.environ[SERVE_ENV] = json.dumps(
-            {"target": args.target, "path": args.path, "resource": args.resource, "subagents": args.subagents}
-        )
-        print(f"serving {agent.id} over AG-UI at http://{args.host}:{args.port}{args.path} ({args.workers} workers)", flush=True)
+        os.environ[SERVE_ENV] = json.dumps({"target": args.target, **settings})
+        print(f"{shown} ({args.workers} workers)", flush=True)
         uvicorn.run(
             "supervisor_graph.agui.workers:app", factory=True, host=args.host, port=args.port, workers=args.workers, log_level="info"
         )
         return 0
-    print(f"serving {agent.id} over AG-UI at http://{args.host}:{args.port}{args.path}", flush=True)
-    serve(
-        agent,
-        host=args.host,
-        port=args.port,
-        path=args.path,
-        resource_id=args.resource,
-        subagent_visibility=args.subagents,
-    )
+    from supervisor_graph.agui.endpoint import serve
+
+    print(shown, flush=True)
+    serve(agent, host=args.host, port=args.port, **settings)
     return 0
 
 
@@ -591,6 +608,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--subagents", choices=("hidden", "attributed"), default="hidden", help="how delegations are shown"
     )
     serve.add_argument("--resource", default="local-user", help="resource (user) id that owns the threads")
+    serve.add_argument(
+        "--auth-token",
+        default=os.environ.get("SUPERVISOR_GRAPH_AUTH_TOKEN"),
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' on every API route (default: $SUPERVISOR_GRAPH_AUTH_TOKEN); "
+        "needed to serve on a non-loopback host",
+    )
+    serve.add_argument(
+        "--allowed-hosts",
+        metavar="H1,H2",
+        help="host names the Host header may hold, comma-separated ('*' any, '*.example.com' a domain; "
+        "default: localhost, 127.0.0.1, [::1] and --host)",
+    )
+    serve.add_argument(
+        "--max-body-bytes", type=int, default=1_000_000, help="larger request bodies get 413 (default 1000000)"
+    )
+    serve.add_argument(
+        "--max-thread-id-length", type=int, default=256, help="longer thread ids get 422 (default 256)"
+    )
     serve.add_argument(
         "--workers", type=int, default=1, help="worker processes (more than 1 needs the agent's memory on sqlite or Postgres)"
     )

@@ -40,9 +40,10 @@ from supervisor_graph.agui.frontend import FrontendTools, InputError
 from supervisor_graph.agui.interrupts import MASTRA, SUPERVISOR_GRAPH, Pause, ResumeError, plan_resume
 from supervisor_graph.agui.messages import new_messages
 from supervisor_graph.agui.remote import RemoteBridge, to_input
+from supervisor_graph.agui.serving import root_thread, thread_id_problem
 from supervisor_graph.agui.state import SharedState, snapshot
 from supervisor_graph.agui.tree import AgentTree
-from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace
+from supervisor_graph.checkpointers.naming import NS_JOIN, delegation_thread_id, stable_namespace
 from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, PendingApprovalError, ThreadBusyError
 from supervisor_graph.memory import Memory
 from supervisor_graph.nodes.context import AbortController
@@ -207,9 +208,13 @@ class AGUIAgent:
     # -- running ----------------------------------------------------------------
 
     async def _resource(self, request: Any) -> str:
-        value = self.resource_id(request) if callable(self.resource_id) else self.resource_id
-        if inspect.isawaitable(value):
-            value = await value
+        try:
+            value = self.resource_id(request) if callable(self.resource_id) else self.resource_id
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:  # noqa: BLE001 - e.g. `request.headers["x-user"]` without the header
+            log.warning("resource_id could not name the request's user (%s)", type(exc).__name__)
+            value = None
         if not isinstance(value, str) or not value:
             raise InputError("RESOURCE_REQUIRED", "The request has no resource (user) id.")
         return value
@@ -383,10 +388,16 @@ class AGUIAgent:
         await self._after_stopping(input.thread_id)
         resuming = bool(input.resume)
         try:
+            problem = thread_id_problem(input.thread_id, None)  # the length is the HTTP layer's limit
+            if problem is not None:
+                raise InputError("INVALID_THREAD_ID", problem)
             resource = await self._resource(request)
-            owner = await self._owner(input.thread_id)
+            # a delegation's or background task's thread (<thread>::...) is its parent's
+            owner = await self._owner(root_thread(input.thread_id))
             if owner is not None and owner != resource:
                 raise InputError("THREAD_FORBIDDEN", "This thread belongs to another user.")
+            if NS_JOIN in input.thread_id:
+                raise InputError("INVALID_THREAD_ID", f"Runs go to a top-level thread, not to {NS_JOIN!r} threads of one.")
             agent, frontend = self._tools.agent_for(input.tools)
             memory = {"thread": input.thread_id, "resource": resource}
             options: dict[str, Any] = {

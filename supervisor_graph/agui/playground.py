@@ -17,6 +17,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from supervisor_graph.agui.agent import AGUIAgent
+from supervisor_graph.agui.serving import thread_access
 
 __all__ = ["PLAYGROUND_AGENT_PATH", "add_playground"]
 
@@ -75,10 +76,8 @@ def add_playground(app: FastAPI, main: AGUIAgent) -> None:
     async def history(thread_id: str, request: Request) -> JSONResponse:
         if bridge.remote is not None:
             return JSONResponse({"messages": [], "state": None})
-        resource = await bridge._resource(request)
-        owner = await bridge._owner(thread_id)
-        if owner is not None and owner != resource:
-            raise HTTPException(403, "This thread belongs to another user.")
+        # a well-formed id whose top-level thread is the request's user's (SPEC §19)
+        resource = await thread_access(bridge, request, thread_id)
         messages = [m for m in (_message(x) for x in await bridge.memory.get_messages(thread_id)) if m is not None]
         state = None
         if bridge._state is not None:

@@ -21,9 +21,5 @@ def app() -> FastAPI:
     from supervisor_graph.cli import load_agent
 
     settings = json.loads(os.environ[SERVE_ENV])
-    return create_app(
-        load_agent(settings["target"]),
-        settings["path"],
-        resource_id=settings["resource"],
-        subagent_visibility=settings["subagents"],
-    )
+    target = settings.pop("target")
+    return create_app(load_agent(target), **settings)

@@ -4,6 +4,42 @@
 "use strict";
 
 const ENDPOINT = "/_playground/agent";
+
+// Serving safely (SPEC §19): behind `serve --auth-token`, every request to the server
+// carries `Authorization: Bearer <token>`. The token comes from `?token=` (then taken out
+// of the address bar, as Jupyter does) or is asked for once, on the first 401; it is
+// kept in this tab's sessionStorage only.
+const TOKEN_KEY = "supervisor-graph-token";
+{
+  const url = new URL(window.location.href);
+  if (url.searchParams.has("token")) {
+    sessionStorage.setItem(TOKEN_KEY, url.searchParams.get("token"));
+    url.searchParams.delete("token");
+    window.history.replaceState(window.history.state, "", url);
+  }
+  const plainFetch = window.fetch.bind(window);
+  const send = (input, init, token) => {
+    const headers = new Headers(init.headers || {});
+    if (token) headers.set("Authorization", `Bearer ${token}`);
+    return plainFetch(input, { ...init, headers });
+  };
+  let asking = null; // one question, however many requests were refused at once
+  const askToken = async (used) => {
+    const current = sessionStorage.getItem(TOKEN_KEY);
+    if (current && current !== used) return current; // another request got it meanwhile
+    const given = (window.prompt("This server needs its access token (supervisor-graph serve --auth-token):") || "").trim();
+    if (given) sessionStorage.setItem(TOKEN_KEY, given);
+    return given;
+  };
+  window.fetch = async (input, init = {}) => {
+    const used = sessionStorage.getItem(TOKEN_KEY);
+    const response = await send(input, init, used);
+    if (response.status !== 401) return response;
+    if (!asking) asking = askToken(used).finally(() => { asking = null; });
+    const token = await asking;
+    return token ? send(input, init, token) : response;
+  };
+}
 const $ = (id) => document.getElementById(id);
 const el = (tag, attrs = {}, ...children) => {
   const node = document.createElement(tag);
