@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Annotated, Any
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel
 from typing_extensions import TypedDict
@@ -61,6 +69,23 @@ def _ids_of(messages: list[AnyMessage]) -> set[Any]:
     return known
 
 
+_DUMPED = {"ai": AIMessage, "human": HumanMessage, "tool": ToolMessage, "system": SystemMessage}
+
+
+def _from_dump(message: Any) -> Any:
+    """A message stored as its field dict (LangGraph API servers read checkpoints back
+    that way) as the message itself: `add_messages` would file fields it does not know,
+    such as `usage_metadata`, under `additional_kwargs`."""
+    if isinstance(message, dict) and "content" in message:
+        cls = _DUMPED.get(str(message.get("type")))
+        if cls is not None:
+            try:
+                return cls.model_validate(message)
+            except ValueError:
+                return message
+    return message
+
+
 def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> list[AnyMessage]:
     """`add_messages` over every batch of a step (or of a thread's replay) at once.
 
@@ -74,6 +99,10 @@ def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> l
             flat.extend(batch)
         else:
             flat.append(batch)
+    if any(isinstance(m, dict) for m in flat):
+        flat = [_from_dump(m) for m in flat]
+    if current and any(isinstance(m, dict) for m in current):
+        current = [_from_dump(m) for m in current]
     if all(type(m) is not RemoveMessage and isinstance(m, BaseMessage) for m in flat):
         for message in flat:
             if message.id is None:

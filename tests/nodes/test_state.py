@@ -33,3 +33,16 @@ def test_same_results_as_add_messages_for_replacements_and_removals() -> None:
         generated = any(isinstance(m, tuple) for batch in batches for m in batch)  # ids made up on the way
         if not generated:
             assert [m.id for m in got] == [m.id for m in expected]
+
+
+def test_messages_stored_as_field_dicts_keep_their_fields() -> None:
+    """LangGraph API servers read checkpoints back as plain dicts; replayed through the
+    reducer they stay whole messages (usage included), not `additional_kwargs`."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from supervisor_graph.nodes.state import _add_message_batches
+
+    ai = AIMessage("hi", id="a1", usage_metadata={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3})
+    merged = _add_message_batches([HumanMessage("x", id="h1").model_dump()], [[ai.model_dump()]])
+    assert [type(m).__name__ for m in merged] == ["HumanMessage", "AIMessage"]
+    assert merged[1].usage_metadata == ai.usage_metadata and merged[1].additional_kwargs == {}

@@ -149,21 +149,19 @@ async def check_dynamic(client: Any) -> None:
 
 
 async def check_usage(client: Any) -> None:
-    """Every model call's usage is on its AI message in the run's output (the state the
-    run ended with); a delegation's result carries its subagent's total, in the thread
-    state too.
+    """Every model call's usage is on its AI message, in the run's output and in the
+    thread's state; a delegation's result carries its subagent's total.
 
-    Not checked: the AI messages of `threads.get_state`. On `langgraph dev` the server
-    reads the thread's checkpoints as plain dicts and rebuilds the `messages` DeltaChannel
-    by replaying its writes through the channel's reducer (`add_messages`), which files
-    `usage_metadata` (and `invalid_tool_calls`) under `additional_kwargs`; a graph on a
-    plain `MessagesState` keeps them in place, and so does Aegra."""
+    (`langgraph dev` reads a thread's checkpoints back as plain dicts and replays the
+    `messages` writes through the channel's reducer, which once filed `usage_metadata`
+    under `additional_kwargs`: nodes/state.py rebuilds such dicts as messages.)"""
     tid = await _thread(client)
     out = await _run(client, tid, "context", input=_human("go"), context={"request_context": {"user": "ada"}})
-    ai = [m for m in out["messages"] if m["type"] == "ai"]
-    assert len(ai) == 2 and all(
-        m["usage_metadata"] == {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15} for m in ai
-    ), ai
+    for messages in (out["messages"], await _messages(client, tid)):
+        ai = [m for m in messages if m["type"] == "ai"]
+        assert len(ai) == 2 and all(
+            m["usage_metadata"] == {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15} for m in ai
+        ), ai
     for messages in (out["messages"], await _messages(client, tid)):
         [delegation] = [m for m in messages if m["type"] == "tool"]
         usage = delegation["artifact"]["usage"]  # the worker's two calls: a tool call, then its answer
