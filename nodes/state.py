@@ -69,7 +69,7 @@ def _ids_of(messages: list[AnyMessage]) -> set[Any]:
     return known
 
 
-_DUMPED = {"ai": AIMessage, "human": HumanMessage, "tool": ToolMessage, "system": SystemMessage}
+_DUMPED: dict[str, type[BaseMessage]] = {"ai": AIMessage, "human": HumanMessage, "tool": ToolMessage, "system": SystemMessage}
 
 
 def _from_dump(message: Any) -> Any:
