@@ -55,6 +55,27 @@ async def test_a_remote_subagent_answers_streams_and_reports_usage(server: str) 
     assert [m["type"] for m in state["values"]["messages"]] == ["human", "ai"]
 
 
+async def test_a_remote_subagent_on_the_embedded_compiled_graph(server: str) -> None:
+    """The compiled graph driven by an app (`graph.ainvoke`, a remote interrupt resumed
+    with `Command(resume=...)`), as the facade drives it."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    echo = RemoteAgent(url=server, graph_id="echo", description="Echoes.", id="echo-agent")
+    graph = boss(echo)[0].compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "embedded-remote"}}
+    out = await graph.ainvoke({"messages": [HumanMessage("go")]}, config, context={"request_context": {"topic": "owls"}})
+    assert out["messages"][-1].content == "boss: echo: what is up? (topic=owls, 1 parent messages)"
+    approver = RemoteAgent(url=server, graph_id="approver", description="Approves.", id="approver-agent")
+    graph = boss(approver)[0].compile(checkpointer=InMemorySaver())
+    paused = await graph.ainvoke({"messages": [HumanMessage("go")]}, config)
+    [item] = paused["__interrupt__"]
+    assert item.value["tool_name"] == "transfer"
+    out = await graph.ainvoke(Command(resume={item.id: {"approved": True}}), config)
+    assert out["messages"][-1].content == "boss: transfer done"
+
+
 async def test_hooks_and_references_work_as_for_local_subagents(server: str) -> None:
     remote = RemoteAgent(url=server, graph_id="echo", description="Echoes.")
     parent, model = boss(remote)
