@@ -275,6 +275,9 @@ def _started_update(task_id: str, key: str, agent_id: str, call: Any, prompt: st
         name=call["name"],
         artifact={"agent_id": agent_id, "background_task_id": task_id, "success": True},
     )
+    # the launching call's result, as the supervisor's model gets it (SPEC §12): its
+    # outcome arrives later as a notice, so no `delegation-complete` follows
+    emit("tool-result", {"tool_name": call["name"], "result": message.content, "success": True, **started})
     record = {**started, "status": "running", "tries": 0, "result_text": None, **where}
     del record["prompt"]
     return Command(update={"messages": [message], "background_tasks": {task_id: record}}, goto=SUPERVISOR_NODE)

@@ -18,6 +18,7 @@ from ag_ui.core import (
     ExecutionCapabilities,
     HumanInTheLoopCapabilities,
     IdentityCapabilities,
+    Interrupt,
     MultiAgentCapabilities,
     ReasoningCapabilities,
     RunAgentInput,
@@ -248,6 +249,25 @@ class AGUIAgent:
                 if isinstance(message, AIMessage) and any(c["id"] == pause.tool_call_id for c in message.tool_calls):
                     return message.id
         return None
+
+    async def waiting(self, thread_id: str, resource: str) -> list[Interrupt]:
+        """The interrupts waiting on `thread_id`, as the run that paused there reported
+        them in `RUN_FINISHED` (so a client that lost that event, a reloaded page, can
+        still answer them); none while a run holds the thread."""
+        try:
+            found = await pending_interrupts(self.agent, memory={"thread": thread_id, "resource": resource})
+        except ThreadBusyError:
+            return []
+        tree = AgentTree(self.agent)
+        pauses = [Pause.of_value(item.id, item.value) for item in found]
+        return [
+            p.interrupt(
+                self.dialect,
+                attributed=self.subagent_visibility == "attributed",
+                resume_schema=tree.resume_schema(p.agent_path, p.tool_name) if p.kind == "suspend" else None,
+            )
+            for p in pauses
+        ]
 
     def _record(self, input: RunAgentInput, event: BaseEvent | None) -> None:
         if isinstance(event, RunFinishedEvent):

@@ -215,7 +215,30 @@ class RunTranslator:
         playground draws in the delegation tree."""
         return [CustomEvent(name=f"supervisor_graph.{chunk.type}", value=dict(chunk.payload), timestamp=_now())]
 
-    _on_background_task_started = _on_background_task
+    def _on_background_task_started(self, chunk: StreamChunk) -> list[BaseEvent]:
+        """A launch: the CUSTOM event, and (attributed) the end of the launching
+        delegation's invocation, whose work is not streamed in this run (its outcome
+        comes as a notice). The call's 'started' result is the `tool-result` chunk that
+        follows."""
+        events = self._on_background_task(chunk)
+        if not self.s.attributed:
+            return events
+        task = chunk.payload
+        call_id = self._call_id((chunk.namespace, str(task.get("tool_call_id") or "")))
+        launched = [ns for ns, invocation in self.subagents.open.items() if invocation.tool_call_id == call_id]
+        for ns in launched:
+            events += self._close_streams(ns)
+            events += [
+                SubagentFinishedEvent(
+                    subagent_run_id=invocation.subagent_run_id,
+                    outcome=SubagentFinishedSuccessOutcome(),
+                    metadata=self.s.dialect.meta(background_task_id=task.get("task_id")),
+                    timestamp=_now(),
+                )
+                for invocation in self.subagents.close(ns)
+            ]
+        return events
+
     _on_background_task_completed = _on_background_task
     _on_background_task_failed = _on_background_task
 

@@ -17,7 +17,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from supervisor_graph.agui.agent import AGUIAgent
-from supervisor_graph.agui.serving import thread_access
+from supervisor_graph.agui.serving import root_thread, thread_access
 
 __all__ = ["PLAYGROUND_AGENT_PATH", "add_playground"]
 
@@ -30,7 +30,11 @@ def _message(message: BaseMessage) -> dict[str, Any] | None:
     """A stored message as the page shows it (delegations' internals are not here)."""
     text = message.content if isinstance(message.content, str) else message.text
     if isinstance(message, HumanMessage):
-        return {"id": message.id, "role": "user", "content": text}
+        shown: dict[str, Any] = {"id": message.id, "role": "user", "content": text}
+        task = message.additional_kwargs.get("background_task")
+        if task:  # a background task's outcome notice (SPEC §12), marked for the page
+            shown["backgroundTask"] = task
+        return shown
     if isinstance(message, AIMessage):
         calls = [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in message.tool_calls if c["name"] != "update_working_memory"]
         if not text and not calls:
@@ -53,6 +57,7 @@ def add_playground(app: FastAPI, main: AGUIAgent) -> None:
         resource_id=main.resource_id,
         subagent_visibility="attributed",
         compat="mastra" if main.dialect.camel else None,
+        until_idle=main.until_idle,
     )
     add_agui_endpoint(app, bridge, PLAYGROUND_AGENT_PATH)
     page = (ASSETS / "index.html").read_text(encoding="utf-8")
@@ -75,14 +80,17 @@ def add_playground(app: FastAPI, main: AGUIAgent) -> None:
 
     async def history(thread_id: str, request: Request) -> JSONResponse:
         if bridge.remote is not None:
-            return JSONResponse({"messages": [], "state": None})
+            return JSONResponse({"messages": [], "state": None, "interrupts": []})
         # a well-formed id whose top-level thread is the request's user's (SPEC §19)
         resource = await thread_access(bridge, request, thread_id)
         messages = [m for m in (_message(x) for x in await bridge.memory.get_messages(thread_id)) if m is not None]
         state = None
         if bridge._state is not None:
             state = bridge._state.view(await bridge._state.load(thread_id, resource))
-        return JSONResponse({"messages": messages, "state": state})
+        # what the paused run's RUN_FINISHED carried: a reloaded page shows and answers them
+        paused = await bridge.waiting(thread_id, resource) if root_thread(thread_id) == thread_id else []
+        waiting = [i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in paused]
+        return JSONResponse({"messages": messages, "state": state, "interrupts": waiting})
 
     app.add_api_route("/", index, methods=["GET"], include_in_schema=False)
     app.add_api_route("/playground/{name}", asset, methods=["GET"], include_in_schema=False)

@@ -100,15 +100,14 @@ async function openThread(id) {
   app.messages = [];
   const response = await fetch(`${ENDPOINT}/threads/${encodeURIComponent(id)}`);
   if (response.ok) {
-    const { messages, state } = await response.json();
+    const { messages, state, interrupts } = await response.json();
     for (const m of messages) {
       if (m.role === "tool") {
         addMessage("tool", `${m.name} → ${m.content}`);
         app.messages.push({ id: m.id, role: "tool", toolCallId: m.toolCallId, content: m.content });
       } else {
-        // a background task's outcome notice is stored as a user message
-        const notice = m.role === "user" && typeof m.content === "string" && m.content.startsWith("[Background task ");
-        if (m.content) addMessage(notice ? "notice" : m.role, m.content, m.id);
+        // a background task's outcome notice: a user message the history marks as one
+        if (m.content) addMessage(m.backgroundTask ? "notice" : m.role, m.content, m.id);
         const entry = { id: m.id, role: m.role, content: m.content };
         if (m.toolCalls && m.toolCalls.length) {
           entry.toolCalls = m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } }));
@@ -117,6 +116,13 @@ async function openThread(id) {
       }
     }
     showState(state);
+    // the thread's pending approvals and suspends: answerable after a reload too
+    if (interrupts && interrupts.length) {
+      showInterrupts(interrupts);
+      setStatus("waiting for you");
+    } else {
+      setStatus("idle");
+    }
   }
   await loadThreads();
 }
