@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
-from langgraph.types import Interrupt, StateUpdate
+from langgraph.types import Interrupt
 
 from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
@@ -58,10 +58,13 @@ async def close_unanswered(
         # checkpoint without them: the results would be stored without their calls, or
         # the calls lost. So first commit them (LangGraph's "(None, END)" update applies
         # finished tasks' writes and drops the rest), then add the missing results.
-        supersteps: list[list[StateUpdate]] = [[StateUpdate(None, END, None)]] if snapshot.tasks else []
+        # (two updates on `config`, not one bulk update: a bulk update's second step
+        # starts from the first's returned config, which drops the run's metadata, and
+        # with it the thread's owner)
+        if snapshot.tasks:
+            await graph.aupdate_state(config, None, as_node=END)
         if missing:
-            supersteps.append([StateUpdate({"messages": missing, "finish_reason": reason}, SUPERVISOR_NODE, None)])
-        await graph.abulk_update_state(config, supersteps)
+            await graph.aupdate_state(config, {"messages": missing, "finish_reason": reason}, as_node=SUPERVISOR_NODE)
         values = dict((await graph.aget_state(config)).values)
     return values
 
