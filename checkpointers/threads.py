@@ -11,7 +11,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from supervisor_graph.checkpointers.naming import NS_JOIN
 
-__all__ = ["ThreadRecord", "list_threads", "OWN_KEYS"]
+__all__ = ["ThreadRecord", "list_threads", "OWN_KEYS", "thread_metadata"]
 
 # Metadata keys this library writes on checkpoints (the rest is the caller's).
 OWN_KEYS = frozenset({"resource_id", "agent_id", "parent_thread_id", "delegation_thread_id"})
@@ -32,12 +32,20 @@ class ThreadRecord:
     agent_id: str | None = None
 
 
+def _describes_thread(key: str) -> bool:
+    return key not in _LANGGRAPH_KEYS and not key.startswith(("langgraph_", "__", "ls_"))
+
+
+def thread_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """What a checkpoint's metadata says about its thread (owner, agent, parent, the
+    caller's keys), to carry onto a checkpoint written outside a run: the newest
+    checkpoint is where the thread's owner is read from (`list_threads`, the AG-UI
+    bridge), so a write without it would hand the thread to nobody."""
+    return {k: v for k, v in metadata.items() if _describes_thread(k) and isinstance(v, (str, int, float, bool))}
+
+
 def _record(thread_id: str, ns: str, metadata: Mapping[str, Any]) -> ThreadRecord:
-    user = {
-        k: v
-        for k, v in metadata.items()
-        if k not in OWN_KEYS and k not in _LANGGRAPH_KEYS and not k.startswith(("langgraph_", "__", "ls_"))
-    }
+    user = {k: v for k, v in metadata.items() if k not in OWN_KEYS and _describes_thread(k)}
     encoded = user.pop("thread_metadata", None)
     if isinstance(encoded, str):
         try:

@@ -18,18 +18,22 @@ from __future__ import annotations
 
 import json
 import logging
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 
 from supervisor_graph.nodes.options import RunHandle
 from supervisor_graph.nodes.state import SupervisorInput, SupervisorState
 
 __all__ = [
     "DEFAULT_TEMPLATE",
+    "MAX_WORKING_MEMORY_BYTES",
     "WORKING_MEMORY_NAMESPACE",
     "WORKING_MEMORY_TOOL",
     "WorkingMemory",
@@ -51,6 +55,9 @@ log = logging.getLogger("supervisor_graph")
 
 WORKING_MEMORY_TOOL = "update_working_memory"
 WORKING_MEMORY_NAMESPACE = ("supervisor_graph", "working_memory")
+# the largest value kept (serialized, UTF-8): it is in every model call's system prompt
+# and in every store read (SPEC §19 "Serving safely"); `WorkingMemory(max_bytes=...)`
+MAX_WORKING_MEMORY_BYTES = 64 * 1024
 
 DEFAULT_TEMPLATE = """# User
 - Name:
@@ -89,7 +96,9 @@ class WorkingMemory(BaseModel):
     `scope="resource"` (default) keeps one value per agent and resource (user), across
     threads; `"thread"` one per conversation. Either `template` (markdown the model
     rewrites whole; a short outline by default) or `schema` (a pydantic model class:
-    the model sends fields to change, deep-merged, `null` deleting a key).
+    the model sends fields to change, deep-merged, `null` deleting a key; keys the schema
+    does not know are refused unless it allows extra keys). `max_bytes` caps the value,
+    serialized (the text's UTF-8 bytes, or the object's JSON): 64 kB by default.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, arbitrary_types_allowed=True)
@@ -97,6 +106,7 @@ class WorkingMemory(BaseModel):
     scope: Literal["resource", "thread"] = "resource"
     template: str | None = None
     schema_: type[BaseModel] | None = Field(default=None, alias="schema")
+    max_bytes: int = Field(default=MAX_WORKING_MEMORY_BYTES, ge=1, strict=True)
 
     @model_validator(mode="after")
     def _one_mode(self) -> WorkingMemory:
@@ -115,22 +125,47 @@ class WorkingMemory(BaseModel):
 
     # -- values -----------------------------------------------------------------
 
-    def validate_value(self, value: Any) -> Any:
-        """`value` as stored: a string in template mode, a JSON object in schema mode."""
+    def validate_value(self, value: Any, *, known_keys: bool = True) -> Any:
+        """`value` as stored: a string in template mode, a JSON object in schema mode.
+        `known_keys=False` leaves out the unknown-key check (a merged value whose stored
+        part predates a schema change; its update was checked on its own)."""
         if self.schema_ is None:
             if not isinstance(value, str):
                 raise WorkingMemoryError(f"working memory is markdown text here; got {type(value).__name__}, not a string")
+            self._check_size(len(value.encode("utf-8")))
             return value
         if isinstance(value, BaseModel):
             value = value.model_dump(mode="json", exclude_unset=True)
         if not isinstance(value, Mapping):
             raise WorkingMemoryError(f"working memory is an object here; got {type(value).__name__}")
+        if known_keys:
+            self.check_known_keys(value)
         try:
             checked = self.schema_.model_validate(dict(value))
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'memory'}: {e['msg']}" for e in exc.errors())
             raise WorkingMemoryError(f"working memory does not match {self.schema_.__name__}: {problems}") from None
-        return checked.model_dump(mode="json", exclude_unset=True)
+        stored = checked.model_dump(mode="json", exclude_unset=True)
+        self._check_size(len(json.dumps(stored, ensure_ascii=False).encode("utf-8")))
+        return stored
+
+    def check_known_keys(self, value: Mapping[str, Any]) -> None:
+        """Refuse keys `value` holds that the schema does not know (pydantic would drop
+        them silently, so a write would lose them without a word)."""
+        assert self.schema_ is not None
+        unknown = _unknown_keys(self.schema_, value, "")
+        if unknown:
+            known = ", ".join(self.schema_.model_fields) or "none"
+            raise WorkingMemoryError(
+                f"working memory has no field {', '.join(unknown)} ({self.schema_.__name__} fields: {known})"
+            )
+
+    def _check_size(self, size: int) -> None:
+        if size > self.max_bytes:
+            raise WorkingMemoryError(
+                f"working memory would be {size:,} bytes serialized; the limit is {self.max_bytes:,} bytes "
+                "(WorkingMemory(max_bytes=...)): keep it shorter"
+            )
 
     def render(self, value: Any) -> str:
         """The system prompt section the model reads on every call."""
@@ -176,6 +211,39 @@ class WorkingMemory(BaseModel):
         }
 
 
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model a field holds (`Model` or `Model | None`), else None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        models = [m for m in (_model_of(a) for a in typing.get_args(annotation)) if m is not None]
+        return models[0] if len(models) == 1 else None
+    return None
+
+
+def _unknown_keys(schema: type[BaseModel], value: Mapping[str, Any], prefix: str) -> list[str]:
+    """Dotted paths of the keys in `value` that `schema` (and the models it nests) does
+    not know; a model that allows extra keys knows every key."""
+    if schema.model_config.get("extra") == "allow":
+        return []
+    fields: dict[str, FieldInfo] = {}
+    for name, field in schema.model_fields.items():
+        fields[name] = field
+        for alias in (field.alias, field.validation_alias):
+            if isinstance(alias, str):
+                fields[alias] = field
+    unknown: list[str] = []
+    for key, item in value.items():
+        known = fields.get(key)
+        if known is None:
+            unknown.append(f"{prefix}{key}")
+            continue
+        nested = _model_of(known.annotation)
+        if nested is not None and isinstance(item, Mapping):
+            unknown.extend(_unknown_keys(nested, item, f"{prefix}{key}."))
+    return unknown
+
+
 def deep_merge(base: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     """`patch` merged into `base`: objects merge key by key, `None` deletes a key,
     anything else (lists included) replaces."""
@@ -204,7 +272,8 @@ def apply_update(config: WorkingMemory, current: Any, args: Any) -> Any:
             raise WorkingMemoryError("memory must be an object of fields to change") from None
     if not isinstance(update, Mapping):
         raise WorkingMemoryError("memory must be an object of fields to change")
-    return config.validate_value(deep_merge(current if isinstance(current, Mapping) else {}, update))
+    config.check_known_keys(update)
+    return config.validate_value(deep_merge(current if isinstance(current, Mapping) else {}, update), known_keys=False)
 
 
 # -- where values live ------------------------------------------------------------

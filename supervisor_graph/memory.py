@@ -18,7 +18,7 @@ from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE, namespaced_co
 from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL
 from supervisor_graph.checkpointers.naming import split_thread_id
 from supervisor_graph.checkpointers.sqlite import Synchronous
-from supervisor_graph.checkpointers.threads import ThreadRecord, list_threads
+from supervisor_graph.checkpointers.threads import ThreadRecord, list_threads, thread_metadata
 from supervisor_graph.checkpointers.urls import Storage, describe, is_shared_saver, open_storage
 from supervisor_graph.nodes.background import FullState
 from supervisor_graph.nodes.working_memory import (
@@ -27,7 +27,7 @@ from supervisor_graph.nodes.working_memory import (
     store_key,
 )
 from supervisor_graph.thread_lease import ThreadLease
-from supervisor_graph.versions import Versions
+from supervisor_graph.versions import MAX_DEFINITION_BYTES, Versions
 
 if TYPE_CHECKING:
     from supervisor_graph.background import BackgroundTask
@@ -70,7 +70,9 @@ class Memory:
     lose the last ones) or `"full"` (an fsync per commit, about 0.3 ms each).
 
     `working_memory` (SPEC §8) applies to the agents declared with this memory that do not
-    declare their own `Agent(working_memory=...)`.
+    declare their own `Agent(working_memory=...)`. `max_version_bytes` caps a stored
+    version's definition (`memory.versions.save`, SPEC §13), serialized as JSON: 64 kB
+    by default.
 
     Example:
         >>> memory = Memory(storage=":memory:")
@@ -86,8 +88,12 @@ class Memory:
         lease_ttl: float = DEFAULT_LEASE_TTL,
         sqlite_synchronous: Synchronous = "normal",
         working_memory: WorkingMemory | dict[str, Any] | bool | None = None,
+        max_version_bytes: int = MAX_DEFINITION_BYTES,
     ) -> None:
         self.kind = describe(storage)
+        if isinstance(max_version_bytes, bool) or not isinstance(max_version_bytes, int) or max_version_bytes < 1:
+            raise ValueError(f"max_version_bytes must be a positive number of bytes, not {max_version_bytes!r}")
+        self.max_version_bytes = max_version_bytes
         if working_memory is True:
             working_memory = WorkingMemory()
         elif working_memory is False:
@@ -285,13 +291,13 @@ class Memory:
             return stored
         if thread is None:
             raise ValueError(f"working memory of agent {agent_id!r} is thread-scoped: pass thread=...")
-        lease = ThreadLease((await self.opened()).leases, split_thread_id(thread)[0])
+        parent, ns = split_thread_id(thread)
+        lease = ThreadLease((await self.opened()).leases, parent)
         await lease.acquire()
         try:
             reader, write_config = await self._thread_reader(thread)
-            saved = await (await self.checkpointer()).aget_tuple(
-                {"configurable": {"thread_id": split_thread_id(thread)[0], "checkpoint_ns": ""}}
-            )
+            saver = await self.checkpointer()
+            saved = await saver.aget_tuple({"configurable": {"thread_id": parent, "checkpoint_ns": ""}})
             # a pause anywhere in the run (a delegation's included) is recorded on the thread's
             # own checkpoint; a write now would start a checkpoint without the paused tasks
             if saved is not None and any(write[1] == INTERRUPT_WRITE for write in saved.pending_writes or ()):
@@ -299,6 +305,12 @@ class Memory:
                     f"thread {thread!r} waits for answers to paused tool calls; its working memory can be "
                     "written once they are answered"
                 )
+            # the new checkpoint keeps what the thread's newest one says about it: its owner
+            # (resource), agent, parent and the caller's metadata (LangGraph copies a
+            # config's metadata onto the checkpoint it writes)
+            newest = saved if not ns else await saver.aget_tuple({"configurable": {"thread_id": parent, "checkpoint_ns": ns}})
+            if newest is not None:
+                write_config = {**write_config, "metadata": thread_metadata(newest.metadata or {})}
             await reader.aupdate_state(write_config, {"working_memory": stored}, as_node="read")
         finally:
             await lease.release(ran=False)

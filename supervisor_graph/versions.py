@@ -3,31 +3,53 @@ so instructions, model, step limit or tool subset change without a deploy.
 
 `memory.versions` saves, publishes, lists and reads them; a call selects them with
 `versions={...}` and `RunVersions` resolves each agent's selection at most once per run.
+
+One published version per agent, whoever publishes (SPEC §19 "Consistent writes outside
+runs"). LangGraph's `BaseStore` has no transaction or compare-and-set a caller can use,
+so a publish reads the agent's versions and writes the changes while holding a lock
+row: the lease `versions:<agent id>` in the memory's thread-lease table
+(`checkpointers/leases.py`; one atomic `INSERT ... ON CONFLICT` on sqlite and Postgres,
+so it holds across processes sharing the database; in-process for `":memory:"` and for a
+checkpointer object). A publish that finds it held waits for it; one left by a dead
+process is taken over like a thread's. Its writes (the new published version and the
+archived ones) go in one store batch: one transaction on sqlite, one `INSERT` on
+Postgres, so a crash mid-publish leaves the old state or the new one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from supervisor_graph.errors import ThreadBusyError
 from supervisor_graph.models import parse_model_string, resolve_model_string
 from supervisor_graph.nodes.versions import AgentOverride, Status, VersionSelection
+from supervisor_graph.thread_lease import ThreadLease
 
 if TYPE_CHECKING:
     from supervisor_graph.memory import Memory
 
-__all__ = ["VERSIONS_NAMESPACE", "AgentDefinition", "AgentVersion", "RunVersions", "StoreVersions", "Versions", "resolver_for"]
+__all__ = ["MAX_DEFINITION_BYTES", "VERSIONS_NAMESPACE", "AgentDefinition", "AgentVersion", "RunVersions", "StoreVersions", "Versions", "resolver_for"]
 
 log = logging.getLogger("supervisor_graph")
 
 VERSIONS_NAMESPACE = ("supervisor_graph", "versions")
 _LIST_LIMIT = 10_000
+# the largest definition `save` stores (its JSON, UTF-8): it becomes a system prompt on
+# every run that selects it (SPEC §19 "Serving safely"); `Memory(max_version_bytes=...)`
+MAX_DEFINITION_BYTES = 64 * 1024
+# how long a publish waits for another publish of the same agent beyond the lease ttl
+# (a lock left by a process that died on another host frees itself after the ttl)
+_LOCK_PATIENCE = 10.0
 
 
 class AgentDefinition(BaseModel):
@@ -116,48 +138,100 @@ class Versions(StoreVersions):
                 f"(its tools: {', '.join(sorted(tools)) or 'none'}); a version can only choose among them"
             )
 
+    def _size(self, agent_id: str, definition: AgentDefinition) -> None:
+        limit = self._memory.max_version_bytes
+        size = len(definition.model_dump_json(exclude_none=True).encode("utf-8"))
+        if size > limit:
+            raise ValueError(
+                f"version of {agent_id!r} is {size:,} bytes serialized; the limit is {limit:,} bytes "
+                "(Memory(max_version_bytes=...)): shorten its instructions or raise the limit"
+            )
+
     async def save(self, agent_id: str, definition: AgentDefinition | dict[str, Any], status: Status = "draft") -> str:
         """Store a new version and return its id. `status="published"` publishes it at
-        once (the previous published version is archived).
+        once (the previous published version is archived). Everything is checked before
+        anything is written: a refused save stores nothing.
 
         Raises:
-            ValueError: an unknown field or agent, a bad model string, or tools the code
-                agent does not have.
+            ValueError: a status other than draft or published, an unknown field or
+                agent, a bad model string, tools the code agent does not have, or a
+                definition over `Memory(max_version_bytes=...)`.
         """
+        if status not in ("draft", "published"):
+            raise ValueError(f"a new version is saved as 'draft' or 'published', not {status!r}")
         try:
             checked = AgentDefinition.model_validate(definition)
         except ValidationError as exc:
             raise ValueError(f"invalid version of {agent_id!r}: {exc}") from None
         self._check(agent_id, checked)
+        self._size(agent_id, checked)
         version = AgentVersion(
             version_id=uuid.uuid4().hex,
             agent_id=agent_id,
-            status="draft",
+            status=status,
             created_at=datetime.now(UTC),
             definition=checked,
         )
-        await (await self._store()).aput(
-            VERSIONS_NAMESPACE, _key(agent_id, version.version_id), version.model_dump(mode="json"), index=False
-        )
-        if status == "published":
-            await self.publish(agent_id, version.version_id)
-        elif status != "draft":
-            raise ValueError("a new version is saved as 'draft' or 'published'")
+        if status == "draft":
+            await self._write([version])
+        else:
+            async with self._publishing(agent_id):
+                await self._write([version, *self._archived(await self.list(agent_id), version.version_id)])
         return version.version_id
 
     async def publish(self, agent_id: str, version_id: str) -> AgentVersion:
-        """Make `version_id` the published version; the previous one becomes archived."""
-        store = await self._store()
-        target = await self.get(agent_id, version_id=version_id)
-        if target is None:
-            raise ValueError(f"agent {agent_id!r} has no version {version_id!r}")
-        for version in await self.list(agent_id):
-            if version.status == "published" and version.version_id != version_id:
-                archived = version.model_copy(update={"status": "archived"})
-                await store.aput(VERSIONS_NAMESPACE, _key(agent_id, version.version_id), archived.model_dump(mode="json"), index=False)
-        published = target.model_copy(update={"status": "published"})
-        await store.aput(VERSIONS_NAMESPACE, _key(agent_id, version_id), published.model_dump(mode="json"), index=False)
+        """Make `version_id` the published version; the previous one becomes archived.
+        Concurrent publishes (any process on the database) follow one another, so
+        exactly one version is published afterwards (module docstring)."""
+        async with self._publishing(agent_id):
+            versions = await self.list(agent_id)
+            target = next((v for v in versions if v.version_id == version_id), None)
+            if target is None:
+                raise ValueError(f"agent {agent_id!r} has no version {version_id!r}")
+            published = target.model_copy(update={"status": "published"})
+            # every other published one, not only the newest: a lock lost to an expired
+            # lease (a publish stalled past the ttl) leaves no second published version behind
+            await self._write([published, *self._archived(versions, version_id)])
         return published
+
+    @staticmethod
+    def _archived(versions: list[AgentVersion], keep: str) -> list[AgentVersion]:
+        return [
+            v.model_copy(update={"status": "archived"})
+            for v in versions
+            if v.status == "published" and v.version_id != keep
+        ]
+
+    async def _write(self, versions: list[AgentVersion]) -> None:
+        """Store `versions` in one batch (one transaction on sqlite, one statement on Postgres)."""
+        await (await self._store()).abatch(
+            [PutOp(VERSIONS_NAMESPACE, _key(v.agent_id, v.version_id), v.model_dump(mode="json"), index=False) for v in versions]
+        )
+
+    @asynccontextmanager
+    async def _publishing(self, agent_id: str) -> AsyncIterator[None]:
+        """Hold the agent's publish lock (module docstring), waiting while another holds it."""
+        leases = (await self._memory.opened()).leases
+        lock = ThreadLease(leases, f"versions:{agent_id}")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + leases.ttl + _LOCK_PATIENCE
+        delay = 0.002
+        while True:
+            try:
+                await lock.acquire()
+                break
+            except ThreadBusyError:
+                if loop.time() >= deadline:
+                    raise TimeoutError(
+                        f"another publish of agent {agent_id!r} held its lock for over "
+                        f"{leases.ttl + _LOCK_PATIENCE:.0f}s; try again"
+                    ) from None
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        try:
+            yield
+        finally:
+            await lock.release()
 
 
 class RunVersions:

@@ -294,3 +294,114 @@ async def test_a_graph_compiled_without_a_store_refuses_resource_updates_and_war
     with_store = agent.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
     out = await with_store.ainvoke({"messages": [("user", "I am Ada")]}, {"configurable": {"thread_id": "c"}})
     assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["Working memory updated."]
+
+
+# -- consistent writes outside runs, and limits (SPEC §19) -------------------------
+
+
+async def test_writing_a_threads_memory_keeps_its_owner(storage: str) -> None:
+    """`set_working_memory(thread=...)` writes a checkpoint; it carries the thread's owner
+    (and the caller's metadata), so the owner's next AG-UI run is not THREAD_FORBIDDEN."""
+    from tests.agui.conftest import AGUIAgent, collect, make_input, wire
+
+    memory = Memory(storage)
+    try:
+        scratch = Agent(
+            id="scratch-agent",
+            description="Thinks.",
+            model=ScriptedChatModel(responses=[update("step 1"), "thought"]),
+            working_memory={"scope": "thread"},
+        )
+        agent = Agent(
+            id="owned",
+            model=ScriptedChatModel(responses=[delegate("scratch", "think"), "one", "two"]),
+            agents={"scratch": scratch},
+            memory=memory,
+            working_memory={"scope": "thread"},
+        )
+        alice = AGUIAgent(agent, resource_id="alice")
+        assert wire(await collect(alice, make_input("wm-owned")))[-1]["outcome"] == {"type": "success"}
+        [before] = await memory.list_threads({"resource_id": "alice"})
+        [sub_before] = await memory.list_threads({"agent_id": "scratch-agent"})
+
+        await memory.set_working_memory("goal: ship", agent_id="owned", thread="wm-owned")
+        await memory.set_working_memory("step 2", agent_id="scratch-agent", thread=sub_before.thread_id)
+
+        [after] = await memory.list_threads({"resource_id": "alice"})
+        assert after == before
+        [sub_after] = await memory.list_threads({"agent_id": "scratch-agent"})
+        assert sub_after == sub_before and sub_after.parent_thread_id == "wm-owned"
+        again = wire(await collect(alice, make_input("wm-owned", "again")))
+        assert again[-1]["type"] == "RUN_FINISHED" and again[-1]["outcome"] == {"type": "success"}, again[-1]
+        assert "goal: ship" in system_of(agent.model.calls[-1])  # type: ignore[union-attr]
+        mallory = AGUIAgent(agent, resource_id="mallory")
+        assert wire(await collect(mallory, make_input("wm-owned", "mine?")))[-1]["code"] == "THREAD_FORBIDDEN"
+    finally:
+        await memory.aclose()
+
+
+class Trip(BaseModel):
+    class Stay(BaseModel):
+        hotel: str | None = None
+        nights: int = 0
+
+    city: str | None = None
+    stay: Stay | None = None
+
+
+class Open(BaseModel):
+    model_config = {"extra": "allow"}
+    city: str | None = None
+
+
+async def test_keys_the_schema_does_not_know_are_refused_and_change_nothing(store) -> None:
+    model = ScriptedChatModel(
+        responses=[[update({"city": "Lyon", "bogus": 1}), update({"stay": {"hotle": "Ibis"}})], "ok"]
+    )
+    memory = store.memory
+    Agent(id="trip", model=model, memory=memory, working_memory={"schema": Trip})
+    Agent(id="open", model=ScriptedChatModel(), memory=memory, working_memory={"schema": Open})
+    await memory.set_working_memory({"city": "Paris"}, agent_id="trip", resource="r")
+    with pytest.raises(WorkingMemoryError, match="bogus"):
+        await memory.set_working_memory({"bogus": 1}, agent_id="trip", resource="r")
+    with pytest.raises(WorkingMemoryError, match=r"stay\.hotle"):
+        await memory.set_working_memory({"stay": {"hotle": "Ibis"}}, agent_id="trip", resource="r")
+    assert await memory.get_working_memory(agent_id="trip", resource="r") == {"city": "Paris"}
+    # a schema that allows extra keys keeps them
+    assert await memory.set_working_memory({"bogus": 1}, agent_id="open", resource="r") == {"bogus": 1}
+    # the model's update tool refuses them too: a tool error it sees, nothing written
+    result = await Agent(id="trip", model=model, memory=memory, working_memory={"schema": Trip}).generate(
+        "go", memory={"thread": "wm-keys", "resource": "r"}
+    )
+    errors = [m for m in result.messages if isinstance(m, ToolMessage)]
+    assert [m.status for m in errors] == ["error", "error"]
+    assert "bogus" in str(errors[0].content) and "stay.hotle" in str(errors[1].content)
+    assert await memory.get_working_memory(agent_id="trip", resource="r") == {"city": "Paris"}
+
+
+async def test_values_over_the_size_limit_are_refused(store) -> None:
+    big = "x" * (64 * 1024 + 1)  # one byte over
+    model = ScriptedChatModel(responses=[update(big), "ok"])
+    memory = store.memory
+    agent = Agent(id="noted", model=model, memory=memory, working_memory=True)
+    Agent(id="profiled", model=ScriptedChatModel(), memory=memory, working_memory={"schema": Profile})
+    await memory.set_working_memory("small", agent_id="noted", resource="r")
+    with pytest.raises(WorkingMemoryError, match="65,536 bytes"):
+        await memory.set_working_memory(big, agent_id="noted", resource="r")
+    with pytest.raises(WorkingMemoryError, match="limit"):
+        await memory.set_working_memory({"name": big}, agent_id="profiled", resource="r")
+    assert await memory.get_working_memory(agent_id="noted", resource="r") == "small"
+    assert await memory.get_working_memory(agent_id="profiled", resource="r") is None
+    # the model's update: a tool error it sees, nothing written
+    result = await agent.generate("go", memory={"thread": "wm-big", "resource": "r"})
+    [error] = [m for m in result.messages if isinstance(m, ToolMessage)]
+    assert error.status == "error" and "65,536 bytes" in str(error.content) and "unchanged" in str(error.content)
+    assert await memory.get_working_memory(agent_id="noted", resource="r") == "small"
+    # adjustable per agent
+    roomy = Memory(":memory:")
+    Agent(id="roomy", model=ScriptedChatModel(), memory=roomy, working_memory={"max_bytes": 128 * 1024})
+    assert await roomy.set_working_memory(big, resource="r") == big
+    tight = Memory(":memory:")
+    Agent(id="tight", model=ScriptedChatModel(), memory=tight, working_memory={"max_bytes": 10})
+    with pytest.raises(WorkingMemoryError, match="10 bytes"):
+        await tight.set_working_memory("eleven char", resource="r")

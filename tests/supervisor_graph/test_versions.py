@@ -245,3 +245,49 @@ async def test_the_compiled_graph_takes_versions_and_request_context_from_its_co
     # without a selection the code runs
     await graph.ainvoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "plain"}})
     assert system_of(sub_model.calls[-1]) == "RESEARCH CODE"
+
+
+# -- consistent writes outside runs, and the definition's size limit (SPEC §19) ----
+
+
+async def test_concurrent_publishes_leave_exactly_one_published(memory: Memory) -> None:
+    """Publishing takes a lock row beside the thread leases, so concurrent publishes (and
+    saves with status="published") follow one another: exactly one is left published."""
+    import asyncio
+
+    team(memory)
+    for attempt in range(5):
+        drafts = [await memory.versions.save("research-agent", {"instructions": f"v{attempt}.{i}"}) for i in range(4)]
+        await asyncio.gather(
+            *(memory.versions.publish("research-agent", v) for v in drafts),
+            memory.versions.save("research-agent", {"instructions": f"v{attempt}.new"}, status="published"),
+        )
+        published = [v for v in await memory.versions.list("research-agent") if v.status == "published"]
+        assert len(published) == 1, (attempt, [v.version_id for v in published])
+        assert published[0].definition.instructions is not None
+        assert published[0].definition.instructions.startswith(f"v{attempt}.")
+
+
+async def test_a_refused_save_stores_nothing() -> None:
+    memory = Memory(":memory:")
+    team(memory)
+    with pytest.raises(ValueError, match="'draft' or 'published'"):
+        await memory.versions.save("research-agent", {"instructions": "x"}, status="weird")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'draft' or 'published'"):
+        await memory.versions.save("research-agent", {"instructions": "x"}, status="archived")
+    assert await memory.versions.list("research-agent") == []
+
+
+async def test_a_definition_over_the_size_limit_is_refused() -> None:
+    big = "x" * (64 * 1024)
+    memory = Memory(":memory:")
+    team(memory)
+    with pytest.raises(ValueError, match=r"65,536 bytes.*Memory\(max_version_bytes=\.\.\.\)"):
+        await memory.versions.save("research-agent", {"instructions": big})
+    assert await memory.versions.list("research-agent") == []
+    assert await memory.versions.save("research-agent", {"instructions": "x" * 60_000})
+    roomy = Memory(":memory:", max_version_bytes=128 * 1024)
+    team(roomy)
+    assert await roomy.versions.save("research-agent", {"instructions": big})
+    with pytest.raises(ValueError, match="max_version_bytes"):
+        Memory(":memory:", max_version_bytes=0)
