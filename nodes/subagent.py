@@ -318,7 +318,9 @@ async def _run_server_task(
     for _ in range(retries + 1):
         record.success, record.error = True, None
         try:
-            await asyncio.wait_for(execute(), timeout / 1000 if timeout else None)
+            handoff = await asyncio.wait_for(execute(), timeout / 1000 if timeout else None)
+            if handoff is not None:
+                return handoff  # a later pause moves to a fresh task of the node (its payload keeps the task)
             status = "completed" if record.success else "failed"
         except TimeoutError:
             status = "timed_out"

@@ -276,7 +276,11 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         if spec.background is not None and any(c["name"] in CONTROL_TOOLS for c in response.tool_calls):
             control = [c for c in response.tool_calls if c["name"] in CONTROL_TOOLS]
             tasks: Mapping[str, Any] = state.get("background_tasks") or {}  # type: ignore[assignment]
-            errors.extend(await answer_control_calls(control, handle.background, tasks))
+            host = handle.background
+            if host is None and spec.server_host_for is not None:
+                server = spec.server_host_for(config)  # the server hosts the tasks of this thread
+                host = server.control(handle.thread_id or "", dict(tasks)) if server is not None else None
+            errors.extend(await answer_control_calls(control, host, tasks))
         memory_update: dict[str, Any] = {}
         updates: list[tuple[ToolMessage, Any]] = []
         if spec.working_memory is not None and any(c["name"] == WORKING_MEMORY_TOOL for c in response.tool_calls):

@@ -13,7 +13,12 @@ after a crash; a notice is not sent twice for a task the parent already knows ha
 
 The client is the server's in-process one (`langgraph_sdk.get_client()` inside
 `langgraph dev` / LangGraph Platform), or the URL in `SUPERVISOR_GRAPH_SERVER_URL`
-(Aegra, or any server that offers no in-process client).
+(Aegra, or any server that offers no in-process client). A task needs a server that runs
+more than one run at a time: `langgraph dev` does only with `--n-jobs-per-worker N`.
+
+The control tools (`ServerTasks`) act on a task through its thread: its state
+(`interrupted` = waiting for an answer there), cancelling its runs, a new run for an
+update. An approval inside a task waits on the task's thread, resumed there.
 """
 
 from __future__ import annotations
@@ -84,7 +89,12 @@ class ServerHost:
             input={"messages": [{"type": "human", "content": task["prompt"]}]},
             context={"background_task": task},
         )
-        return {"server_thread": thread["thread_id"], "server_run": run["run_id"]}
+        # the record keeps the task, so the control tools can cancel, restart and report it
+        return {"server_thread": thread["thread_id"], "server_run": run["run_id"], "server_task": task}
+
+    def control(self, parent_thread: str, records: dict[str, Any]) -> ServerTasks:
+        """The control tools' host for the tasks of `parent_thread` (their records)."""
+        return ServerTasks(self, parent_thread, records)
 
     async def report(self, task: dict[str, Any], status: str, text: str) -> None:
         """Send the outcome to the parent thread as a new run, unless the parent already
@@ -106,6 +116,69 @@ class ServerHost:
             input={"messages": [{"type": "human", **message["data"]}], "background_tasks": {task["task_id"]: record}},
             multitask_strategy="enqueue",
         )
+
+
+class ServerTasks:
+    """`check/list/cancel/update_background_task` for tasks the server hosts (SPEC §12):
+    a task's state is its thread's on the server (`interrupted`: waiting for an answer
+    there), cancelling cancels its run and reports `cancelled` to the parent, an update
+    cancels the run and starts the next try on the same thread with the instructions."""
+
+    def __init__(self, host: ServerHost, parent_thread: str, records: dict[str, Any]) -> None:
+        self.host, self.parent_thread = host, parent_thread
+        self.records = {task_id: dict(record, task_id=task_id) for task_id, record in records.items()}
+
+    async def task_records(self) -> list[dict[str, Any]]:
+        client = self.host._client()
+        for record in self.records.values():
+            if record.get("status") == "running" and record.get("server_thread"):
+                try:
+                    thread = await client.threads.get(record["server_thread"])
+                except Exception as exc:  # noqa: BLE001 - the record as the parent knows it
+                    log.debug("background task %s: thread unreadable (%s)", record["task_id"], type(exc).__name__)
+                    continue
+                record["waiting"] = thread.get("status") == "interrupted"
+        return list(self.records.values())
+
+    def _live(self, task_id: str, verb: str) -> dict[str, Any] | str:
+        record = self.records[task_id]
+        if record.get("status") in FINAL_STATUSES:
+            return f"Task {task_id} has already ended ({record['status']}); there is nothing to {verb}."
+        if not record.get("server_task"):
+            return f"Task {task_id} was started by an older version and cannot be {verb}d here."
+        return record
+
+    async def _stop(self, record: dict[str, Any]) -> None:
+        client = self.host._client()
+        thread = record["server_thread"]
+        for run in await client.runs.list(thread, limit=20):
+            if run.get("status") in ("pending", "running"):
+                await client.runs.cancel(thread, run["run_id"], wait=True)
+
+    async def cancel_task(self, task_id: str) -> str:
+        record = self._live(task_id, "cancel")
+        if isinstance(record, str):
+            return record
+        await self._stop(record)
+        await self.host.report(record["server_task"], "cancelled", "Cancelled by the supervisor.")
+        return f"Task {task_id} is cancelled."
+
+    async def update_task(self, task_id: str, instructions: str) -> str:
+        record = self._live(task_id, "update")
+        if isinstance(record, str):
+            return record
+        await self._stop(record)
+        task = dict(record["server_task"])
+        task["prompt"] = f"{task['prompt']}\n\nUpdated instructions: {instructions}"
+        client = self.host._client()
+        await client.runs.create(
+            record["server_thread"],
+            await self.host._graph(client, task),
+            input={"messages": [{"type": "human", "content": task["prompt"]}]},
+            context={"background_task": task},
+            multitask_strategy="interrupt",
+        )
+        return f"Task {task_id} goes on with the new instructions (its next try starts with them)."
 
 
 def server_host(config: RunnableConfig) -> ServerHost | None:

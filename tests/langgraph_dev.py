@@ -55,7 +55,7 @@ def langgraph_dev(work: Path, config: dict[str, Any]) -> Iterator[str]:
     log = work / "server.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
+            [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--n-jobs-per-worker", "10", "--host", "127.0.0.1", "--port", str(port)],
             cwd=work,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -31,7 +31,7 @@ agent = Agent(
 graph = agent.compile()
 
 
-async def answered_on_server(client: Any, thread_id: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+async def answered_on_server(client: Any, thread_id: str, text: str = "server facts") -> tuple[str, dict[str, Any], dict[str, Any]]:
     """Wait until the server-hosted task of `thread_id`'s run has reported and the
     supervisor answered it; check that it was reported once. Returns (task id, task
     record, the thread's final values)."""
@@ -47,6 +47,6 @@ async def answered_on_server(client: Any, thread_id: str) -> tuple[str, dict[str
         state = await client.threads.get_state(thread_id)
     messages = state["values"]["messages"]
     assert any(str(m["content"]).startswith("research says: Background task started") for m in messages)
-    assert messages[-1]["content"] == f"reported: [Background task {task_id} completed] / server facts"
+    assert messages[-1]["content"] == f"reported: [Background task {task_id} completed] / {text}"
     assert len([m for m in messages if (m.get("additional_kwargs") or {}).get("background_task")]) == 1
     return task_id, record, state["values"]

@@ -30,6 +30,8 @@ GRAPHS = {
         "versions",
         "slow",
         "background_slow",
+        "background_approval",
+        "background_control",
     )
 }
 
@@ -206,3 +208,60 @@ async def check_cancel(client: Any) -> None:
     assert kinds[0] == ("human", "go") and kinds[1][0] == "ai"
     assert kinds[2:4] == [("tool", ABORTED_TOOL_TEXT)] * 2
     assert kinds[4] == ("human", "next") and len(kinds) == 6
+
+
+async def check_background_approval(client: Any) -> None:
+    """SPEC §12 on a server: a tool approval inside a server-hosted background task pauses
+    only the task, on its own thread (the task record's `server_thread`), whose run is
+    then `interrupted`; resumed there with a `Command`, the task finishes and the parent
+    thread gets its notice, answered once."""
+    from tests.studio.background_graph import answered_on_server
+
+    tid = await _thread(client)
+    await _run(client, tid, "background_approval", input=_human("go"))
+    state = await client.threads.get_state(tid)
+    [(_, record)] = state["values"]["background_tasks"].items()
+    task_thread = record["server_thread"]
+    deadline = asyncio.get_running_loop().time() + 60
+    while not (task_state := await client.threads.get_state(task_thread))["interrupts"]:
+        assert asyncio.get_running_loop().time() < deadline, task_state
+        await asyncio.sleep(0.2)
+    [interrupt] = task_state["interrupts"]
+    assert interrupt["value"]["tool_name"] == "note"
+    await client.runs.wait(task_thread, "parity_background_approval", command={"resume": {interrupt["id"]: {"approved": True}}})
+    await answered_on_server(client, tid, "noted bees")
+
+
+async def _reported(client: Any, thread_id: str) -> str:
+    """The supervisor's answer to the thread's one background notice, once it is there."""
+    deadline = asyncio.get_running_loop().time() + 60
+    while True:
+        messages = await _messages(client, thread_id)
+        if str(messages[-1]["content"]).startswith("reported:"):
+            notices = [m for m in messages if (m.get("additional_kwargs") or {}).get("background_task")]
+            assert len(notices) == 1, notices  # reported once
+            return str(messages[-1]["content"])
+        assert asyncio.get_running_loop().time() < deadline, messages[-1]
+        await asyncio.sleep(0.2)
+
+
+async def check_background_control(client: Any) -> None:
+    """SPEC §12 on a server: the control tools are answered by the server host. `check`
+    reads the task's state, `update` restarts it on its thread with the new
+    instructions, `cancel` stops its run and reports `cancelled` to the parent, once."""
+    tid = await _thread(client)
+    await _run(client, tid, "background_control", input=_human("go"))
+    out = await _run(client, tid, "background_control", input=_human("check"))
+    assert out["messages"][-1]["content"].startswith("control: bg_") and ": running, tries 0" in out["messages"][-1]["content"]
+    out = await _run(client, tid, "background_control", input=_human("update"))
+    assert "goes on with the new instructions" in out["messages"][-1]["content"], out["messages"][-1]
+    answer = await _reported(client, tid)
+    assert answer.endswith("completed] / facts for: dig /  / Updated instructions: be brief"), answer
+    tid = await _thread(client)
+    await _run(client, tid, "background_control", input=_human("go"))
+    out = await _run(client, tid, "background_control", input=_human("cancel"))
+    assert out["messages"][-1]["content"].endswith("is cancelled.")
+    answer = await _reported(client, tid)
+    assert "cancelled] / Cancelled by the supervisor." in answer, answer
+    await asyncio.sleep(1)  # the cancelled run reports nothing more
+    await _reported(client, tid)

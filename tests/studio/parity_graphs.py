@@ -264,6 +264,87 @@ background_slow_agent = Agent(
 )
 
 
+# -- a background task whose subagent needs an approval: it waits on the task's own
+#    thread, is resumed there, and then reports to the parent ---------------------------
+
+
+class Note(BaseModel):
+    text: str
+
+
+_note = create_tool(id="note", description="Take a note.", input_schema=Note, execute=lambda a: f"noted {a.text}", require_approval=True)
+
+background_approval_agent = Agent(
+    id="boss",
+    model=ScriptedChatModel(policy=_background_boss, record_calls=False),
+    agents={
+        "research": Agent(
+            id="research-agent",
+            description="Researches.",
+            tools=[_note],
+            model=ScriptedChatModel(
+                policy=lambda m: str(m[-1].content) if isinstance(m[-1], ToolMessage) else tool_call("note", {"text": "bees"}),
+                record_calls=False,
+            ),
+        )
+    },
+    background_tasks={"tools": {"research": {"timeout_ms": 60_000}}},
+)
+
+
+# -- the control tools on a server: check, update and cancel a running task -----------
+
+
+def _task_id(messages: list[Any]) -> str:
+    started = next(m for m in messages if isinstance(m, ToolMessage) and "Task ID: " in str(m.content))
+    return str(started.content).split("Task ID: ")[1].split(".")[0]
+
+
+def _control_boss(messages: list[Any]) -> Any:
+    last = messages[-1]
+    if isinstance(last, ToolMessage):
+        prefix = "research says" if last.name == "agent-research" else "control"
+        return f"{prefix}: {last.content}"
+    text = str(last.content)
+    if text.startswith("[Background task"):
+        return "reported: " + " / ".join(text.splitlines())
+    if text in ("check", "cancel"):
+        return tool_call(f"{text}_background_task", {"task_id": _task_id(messages)})
+    if text == "update":
+        return tool_call("update_background_task", {"task_id": _task_id(messages), "instructions": "be brief"})
+    return delegate("research", "dig")
+
+
+class _SlowFirstTry(ScriptedChatModel):
+    """Never answers within the task timeout unless its prompt carries updated
+    instructions (the next try): the task runs until the control tools act on it."""
+
+    async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        if "Updated instructions" not in str(messages[-1].content):
+            await asyncio.sleep(120)
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)
+
+    async def _astream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        if "Updated instructions" not in str(messages[-1].content):
+            await asyncio.sleep(120)
+        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+            yield chunk
+
+
+background_control_agent = Agent(
+    id="boss",
+    model=ScriptedChatModel(policy=_control_boss, record_calls=False),
+    agents={
+        "research": Agent(
+            id="research-agent",
+            description="Researches.",
+            model=_SlowFirstTry(policy=lambda m: f"facts for: {m[-1].content}", record_calls=False),
+        )
+    },
+    background_tasks={"tools": {"research": {"timeout_ms": 60_000}}},
+)
+
+
 # -- the graphs the servers serve as `parity_<name>` ------------------------------------
 #
 # A server loads this module once per graph id it serves (ten times), each time as a new
@@ -296,6 +377,8 @@ _graphs = _compiled_once(
         "versions": versions_agent,
         "slow": slow_agent,
         "background_slow": background_slow_agent,
+        "background_approval": background_approval_agent,
+        "background_control": background_control_agent,
     }
 )
 hooks = _graphs["hooks"]
@@ -308,3 +391,5 @@ dynamic = _graphs["dynamic"]
 versions = _graphs["versions"]
 slow = _graphs["slow"]
 background_slow = _graphs["background_slow"]
+background_approval = _graphs["background_approval"]
+background_control = _graphs["background_control"]

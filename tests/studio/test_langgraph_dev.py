@@ -222,3 +222,11 @@ async def test_a_version_in_the_servers_store_is_selected_by_the_runs_context(se
 
 async def test_a_run_cancelled_mid_delegation_is_closed_by_the_next_run(server: str) -> None:
     await parity.check_cancel(get_client(url=server))
+
+
+async def test_an_approval_inside_a_server_hosted_task_waits_on_the_tasks_thread(server: str) -> None:
+    await parity.check_background_approval(get_client(url=server))
+
+
+async def test_the_control_tools_check_update_and_cancel_a_server_hosted_task(server: str) -> None:
+    await parity.check_background_control(get_client(url=server))
