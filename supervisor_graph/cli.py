@@ -34,6 +34,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -49,7 +50,7 @@ from supervisor_graph.agent import Agent
 from supervisor_graph.chunks import StreamChunk
 from supervisor_graph.errors import CLIError, MissingAPIKeyError, SupervisorGraphError
 from supervisor_graph.memory import Memory
-from supervisor_graph.models import check_credentials, parse_model_string
+from supervisor_graph.models import check_credentials, model_strings, parse_model_string
 from supervisor_graph.nodes.tools import DECLINED_TEXT
 from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
 
@@ -462,6 +463,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             agent = agent.model_copy()
             agent.memory = opened = Memory(storage=f"file:{args.db}")  # assignment resets the copy's caches
         options["memory"] = {"thread": args.thread}
+    for value in model_strings(agent):
+        check_credentials(value)  # before anything is printed
     console = _console()
     if not args.json:
         console.print(Text.assemble((agent.id, "bold cyan"), ": ", args.prompt))
@@ -484,7 +487,10 @@ def _add_answer_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_draw(args: argparse.Namespace) -> int:
-    graph = load_agent(args.target).compile().get_graph()
+    from supervisor_graph.compiler import compile_agent
+
+    # drawing calls no model: no credentials needed
+    graph = compile_agent(load_agent(args.target), check_models=False).get_graph()
     if args.png is None:
         print(graph.draw_mermaid())
         return 0
@@ -640,10 +646,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "serve" and hasattr(signal, "SIGPIPE"):
+        # `supervisor-graph run ... | head`: end quietly when the reader goes away, as
+        # Unix tools do, instead of a BrokenPipeError traceback (a server keeps Python's
+        # default: a closed log pipe must not kill it)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         return int(args.func(args))
     except CLIError as exc:
         _error(str(exc))
+        return 2
+    except MissingAPIKeyError as exc:  # checked before anything runs or is printed
+        _error(f"{type(exc).__name__}: {exc}")
         return 2
     except KeyboardInterrupt:
         return 130

@@ -195,14 +195,15 @@ def _build_dynamic(agent: Agent, *, checkpointer: Any, store: Any) -> Any:
     return builder.compile(checkpointer=checkpointer, store=store, name=agent.id)
 
 
-def compile_agent(agent: Agent, checkpointer: Any = None, store: Any = None) -> CompiledStateGraph:
+def compile_agent(agent: Agent, checkpointer: Any = None, store: Any = None, *, check_models: bool = True) -> CompiledStateGraph:
     """`agent` as a LangGraph `CompiledStateGraph`.
 
     Subagents become subgraphs that inherit this graph's checkpointer (or the one LangGraph
-    Platform supplies), each delegation in a namespace of its own.
+    Platform supplies), each delegation in a namespace of its own. `check_models=False`
+    skips the credentials check of model strings (drawing the graph calls no model).
     """
     check_cycles(agent)  # the tree may have been changed after construction
-    for value in model_strings(agent):
+    for value in model_strings(agent) if check_models else ():
         check_credentials(value)  # a clear error now, not a traceback at the first model call
     if agent.agents_factory is not None:
         return _build_dynamic(agent, checkpointer=checkpointer, store=store)

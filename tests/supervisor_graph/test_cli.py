@@ -245,6 +245,30 @@ def test_a_model_without_a_key_fails_with_one_line(workdir: Path) -> None:
     )
     proc = cli("run", "real.py:agent", "hello", cwd=workdir, without_keys=True)
     assert_one_error_line(proc, "MissingAPIKeyError", "OPENAI_API_KEY")
+    assert proc.stdout == ""  # checked before anything is printed
+
+
+def test_draw_needs_no_key(workdir: Path) -> None:
+    (workdir / "real.py").write_text(
+        "from supervisor_graph import Agent\nsub = Agent(id='sub', description='Subs.', model='openai/gpt-5-mini')\n"
+        "agent = Agent(id='real', model='openai/gpt-5-mini', agents={'sub': sub})\n"
+    )
+    proc = cli("draw", "real.py:agent", cwd=workdir, without_keys=True)
+    assert proc.returncode == 0 and "sub.start" in proc.stdout and proc.stderr == "", proc.stderr
+
+
+@pytest.mark.parametrize("command", [["run", "slow.py:agent", "hello", "--json"], ["draw", "counter.py:agent"]])
+def test_output_piped_into_a_reader_that_stops_ends_quietly(workdir: Path, command: list[str]) -> None:
+    """`supervisor-graph run ... --json | head -1`: no traceback when the reader goes away
+    (the slow model writes its chunks after `head` has gone)."""
+    (workdir / "slow.py").write_text(
+        "from supervisor_graph import Agent\nfrom supervisor_graph.testing import ScriptedChatModel\n"
+        "agent = Agent(id='slow', model=ScriptedChatModel(responses=['a b c d e f g'], latency=0.5))\n"
+    )
+    shell = f"{sys.executable} -m supervisor_graph.cli {' '.join(command)} | head -1"
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", shell], cwd=workdir, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.count("\n") == 1 and proc.stderr == "", proc.stderr
+    assert proc.returncode in (0, 141)  # 141: SIGPIPE, as other Unix tools end
 
 
 # -- in process -------------------------------------------------------------------
