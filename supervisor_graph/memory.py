@@ -13,6 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.store.base import BaseStore
+from pydantic import BaseModel
 
 from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE, namespaced_config
 from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL
@@ -24,6 +25,7 @@ from supervisor_graph.nodes.background import FullState
 from supervisor_graph.nodes.working_memory import (
     WORKING_MEMORY_NAMESPACE,
     WorkingMemory,
+    apply_update,
     store_key,
 )
 from supervisor_graph.thread_lease import ThreadLease
@@ -270,20 +272,35 @@ class Memory:
         return item.value.get("value") if item is not None else None
 
     async def set_working_memory(
-        self, value: Any, *, agent_id: str | None = None, thread: str | None = None, resource: str | None = None
+        self,
+        value: Any,
+        *,
+        agent_id: str | None = None,
+        thread: str | None = None,
+        resource: str | None = None,
+        replace: bool = False,
     ) -> Any:
-        """Write an agent's working memory (validated as the update tool validates it;
-        `None` clears it) and return the value stored. A thread-scoped write takes the
-        thread like a run does (`ThreadBusyError` while a run is on it).
+        """Write an agent's working memory and return the value stored. In schema mode the
+        fields given are merged into the stored value, as the model's own updates are
+        (`replace=True` stores `value` as the whole value); markdown text replaces the
+        text. Validated as the update tool validates it; `None` clears it. A
+        thread-scoped write takes the thread like a run does (`ThreadBusyError` while a
+        run is on it).
 
         Raises:
             WorkingMemoryError: the value does not fit the template or the schema.
         """
         agent_id, config = self._working(agent_id)
-        stored = config.validate_value(value) if value is not None else None
+        merge = not replace and value is not None and config.schema_ is not None
+        if merge and isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", exclude_unset=True)
+        stored = config.validate_value(value) if value is not None else None  # checked before any read
         if config.scope == "resource":
             store = await self.store()
             key = store_key(agent_id, self._resource(agent_id, thread, resource))
+            if merge:
+                item = await store.aget(WORKING_MEMORY_NAMESPACE, key)
+                stored = apply_update(config, (item.value or {}).get("value") if item is not None else None, {"memory": value})
             if stored is None:
                 await store.adelete(WORKING_MEMORY_NAMESPACE, key)
             else:
@@ -311,6 +328,9 @@ class Memory:
             newest = saved if not ns else await saver.aget_tuple({"configurable": {"thread_id": parent, "checkpoint_ns": ns}})
             if newest is not None:
                 write_config = {**write_config, "metadata": thread_metadata(newest.metadata or {})}
+            if merge:
+                current = (await reader.aget_state(write_config)).values.get("working_memory")
+                stored = apply_update(config, current, {"memory": value})
             await reader.aupdate_state(write_config, {"working_memory": stored}, as_node="read")
         finally:
             await lease.release(ran=False)

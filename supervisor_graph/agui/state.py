@@ -66,7 +66,10 @@ class SharedState:
             raise InputError(
                 "INVALID_STATE", "The working memory cannot change while tool calls wait for answers; nothing was changed."
             )
-        stored = await self.memory.set_working_memory(value, agent_id=self.agent_id, thread=thread, resource=resource)
+        # the client sends its whole state: keys it removed must go, so replace
+        stored = await self.memory.set_working_memory(
+            value, agent_id=self.agent_id, thread=thread, resource=resource, replace=True
+        )
         return self.view(stored)
 
 

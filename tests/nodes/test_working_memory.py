@@ -405,3 +405,20 @@ async def test_values_over_the_size_limit_are_refused(store) -> None:
     Agent(id="tight", model=ScriptedChatModel(), memory=tight, working_memory={"max_bytes": 10})
     with pytest.raises(WorkingMemoryError, match="10 bytes"):
         await tight.set_working_memory("eleven char", resource="r")
+
+
+@pytest.mark.parametrize("scope", ["resource", "thread"])
+async def test_set_working_memory_merges_like_the_models_updates_unless_told_to_replace(scope: str) -> None:
+    """Issue 26: `set_working_memory({"city": "Paris"})` changes the city and keeps the
+    rest, as the model's own updates do; `replace=True` stores the whole value."""
+    memory = Memory(":memory:")
+    agent = Agent(id="profiled", model=ScriptedChatModel(policy=lambda m: "ok"), memory=memory, working_memory={"schema": Profile, "scope": scope})
+    where: dict[str, Any] = {"resource": "r"} if scope == "resource" else {"thread": "wm-merge"}
+    if scope == "thread":
+        await agent.generate("hi", memory={"thread": "wm-merge", "resource": "r"})
+    await memory.set_working_memory({"name": "Ada", "city": "Lyon", "diet": {"vegan": True}}, **where)
+    merged = await memory.set_working_memory({"city": "Paris", "diet": {"nuts": False}}, **where)
+    assert merged == {"name": "Ada", "city": "Paris", "diet": {"vegan": True, "nuts": False}}
+    assert await memory.get_working_memory(**where) == merged
+    assert await memory.set_working_memory({"city": "Nice"}, replace=True, **where) == {"city": "Nice"}
+    assert await memory.get_working_memory(**where) == {"city": "Nice"}
