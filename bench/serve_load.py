@@ -114,7 +114,9 @@ class LoadResult:
     killed_worker: int | None = None
     threads: int = 0
     threads_out_of_step: dict[str, list[str]] = field(default_factory=dict)
+    final_runs: int = 0  # one more message on every thread the clients started
     final_runs_ok: int = 0
+    final_errors: Counter[str] = field(default_factory=Counter)  # what the failed ones got
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -122,7 +124,8 @@ class LoadResult:
             "runs_per_second": round(self.runs / self.seconds, 1), "http_errors": dict(self.http_errors),
             "run_errors": dict(self.run_errors), "busy_retried": self.busy_retried,
             "killed_worker": self.killed_worker, "threads": self.threads,
-            "threads_out_of_step": len(self.threads_out_of_step), "final_runs_ok": self.final_runs_ok,
+            "threads_out_of_step": len(self.threads_out_of_step), "final_runs": self.final_runs,
+            "final_runs_ok": self.final_runs_ok, "final_errors": dict(self.final_errors),
         }
 
 
@@ -218,8 +221,10 @@ async def _load(url: str, result: LoadResult, threads: set[str], server: subproc
 
         await asyncio.gather(*(one_client(i) for i in range(result.clients)), *([killer()] if kill else []))
         # one more message on every thread: the history must still be valid after the kill
+        before = result.http_errors + result.run_errors
         finals = await asyncio.gather(*(_run(client, url, t, "after the load", result) for t in sorted(threads)))
-        result.final_runs_ok = sum(finals)
+        result.final_runs, result.final_runs_ok = len(finals), sum(finals)
+        result.final_errors = (result.http_errors + result.run_errors) - before
 
 
 async def _check(storage: str, threads: set[str], result: LoadResult) -> None:
@@ -285,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result.summary()), flush=True)
         if result.threads_out_of_step:
             print(json.dumps(result.threads_out_of_step)[:2000], flush=True)
-        failed |= bool(result.threads_out_of_step or result.run_errors)
+        failed |= bool(result.threads_out_of_step or result.run_errors or result.final_runs_ok < result.final_runs)
     return 1 if failed else 0
 
 

@@ -12,4 +12,4 @@ def test_a_killed_worker_leaves_every_thread_valid_and_answering() -> None:
     assert result.killed_worker is not None and result.runs > 20, result.summary()
     assert not result.run_errors, result.summary()
     assert result.threads > 0 and not result.threads_out_of_step, result.threads_out_of_step
-    assert result.final_runs_ok == result.threads, result.summary()
+    assert result.final_runs_ok == result.final_runs >= result.threads, result.summary()
