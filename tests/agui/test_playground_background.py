@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlparse
 
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
@@ -15,8 +14,8 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from supervisor_graph import Agent, Memory
 from supervisor_graph.agui import create_app
 from supervisor_graph.testing import ScriptedChatModel, delegate
+from tests.agui.browser import ARTIFACTS, offline_page
 from tests.agui.conftest import ThreadServer
-from tests.agui.test_playground import ARTIFACTS, _chromium
 
 
 def _boss(messages: list[Any]) -> Any:
@@ -47,57 +46,40 @@ def served_background() -> Iterator[str]:
 
 
 async def test_the_playground_shows_a_background_task_run_then_answered(served_background: str) -> None:
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    blocked: list[str] = []
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
-        page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    async with offline_page() as page:
+        await page.goto(f"{served_background}/")
+        await page.fill("#prompt", "how do bees talk?")
+        await page.press("#prompt", "Enter")
 
-        async def guard(route):  # type: ignore[no-untyped-def]
-            if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost"):
-                await route.continue_()
-            else:
-                blocked.append(route.request.url)
-                await route.abort()
+        # running: one card (the launching delegation's, now the task's), the stream still open
+        card = page.locator(".sub[data-background]")
+        await expect(card).to_have_class("sub running", timeout=10_000)
+        await expect(card.locator(".name")).to_have_text("research-agent (background)")
+        await expect(card.locator(".state")).to_have_text("working…")
+        await expect(page.locator(".msg.assistant")).to_have_text(["started, will report"])
+        await expect(page.locator("#status")).to_have_text("running…")
+        await page.screenshot(path=str(ARTIFACTS / "background-running.png"))
 
-        await page.route("**/*", guard)
-        try:
-            await page.goto(f"{served_background}/")
-            await page.fill("#prompt", "how do bees talk?")
-            await page.press("#prompt", "Enter")
+        # answered in the same run: the card's outcome, the notice, the supervisor's answer
+        await expect(card).to_have_class("sub done", timeout=10_000)
+        await expect(card.locator(".state")).to_contain_text("completed, answered")
+        await expect(card.locator(".text")).to_have_text("bees dance")
+        notice = page.locator(".msg.notice")
+        await expect(notice).to_have_count(1)
+        await expect(notice).to_contain_text("completed]")
+        await expect(page.locator(".msg.assistant")).to_have_text(["started, will report", "the research is in: bees dance"])
+        await expect(page.locator("#status")).to_have_text("done")
+        await expect(page.locator(".msg.user")).to_have_count(1)
+        await expect(page.locator(".sub")).to_have_count(1)  # the run's end does not add or reopen a card
+        await expect(card).to_have_class("sub done")
+        await page.screenshot(path=str(ARTIFACTS / "background-answered.png"))
 
-            # running: one card (the launching delegation's, now the task's), the stream still open
-            card = page.locator(".sub[data-background]")
-            await expect(card).to_have_class("sub running", timeout=10_000)
-            await expect(card.locator(".name")).to_have_text("research-agent (background)")
-            await expect(card.locator(".state")).to_have_text("working…")
-            await expect(page.locator(".msg.assistant")).to_have_text(["started, will report"])
-            await expect(page.locator("#status")).to_have_text("running…")
-            await page.screenshot(path=str(ARTIFACTS / "background-running.png"))
-
-            # answered in the same run: the card's outcome, the notice, the supervisor's answer
-            await expect(card).to_have_class("sub done", timeout=10_000)
-            await expect(card.locator(".state")).to_contain_text("completed, answered")
-            await expect(card.locator(".text")).to_have_text("bees dance")
-            notice = page.locator(".msg.notice")
-            await expect(notice).to_have_count(1)
-            await expect(notice).to_contain_text("completed]")
-            await expect(page.locator(".msg.assistant")).to_have_text(["started, will report", "the research is in: bees dance"])
-            await expect(page.locator("#status")).to_have_text("done")
-            await expect(page.locator(".msg.user")).to_have_count(1)
-            await expect(page.locator(".sub")).to_have_count(1)  # the run's end does not add or reopen a card
-            await expect(card).to_have_class("sub done")
-            await page.screenshot(path=str(ARTIFACTS / "background-answered.png"))
-
-            # a reload: the thread's history still has the notice and the answer
-            await page.reload()
-            await expect(page.locator("#threads li")).to_have_count(2, timeout=10_000)  # the stored thread and a new one
-            await page.locator('#threads button[aria-current="false"]').click()
-            await expect(page.locator(".msg.user")).to_have_text(["how do bees talk?"])
-            await expect(page.locator(".msg.notice")).to_contain_text(["completed]\nbees dance"])
-            await expect(page.locator(".msg.assistant")).to_have_text(["started, will report", "the research is in: bees dance"])
-        finally:
-            await browser.close()
-    assert blocked == [], f"the page asked for other hosts: {blocked}"
+        # a reload: the thread's history still has the notice and the answer
+        await page.reload()
+        await expect(page.locator("#threads li")).to_have_count(2, timeout=10_000)  # the stored thread and a new one
+        await page.locator('#threads button[aria-current="false"]').click()
+        await expect(page.locator(".msg.user")).to_have_text(["how do bees talk?"])
+        await expect(page.locator(".msg.notice")).to_contain_text(["completed]\nbees dance"])
+        await expect(page.locator(".msg.assistant")).to_have_text(["started, will report", "the research is in: bees dance"])

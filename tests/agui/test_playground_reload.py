@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlparse
 
 import httpx
 import pytest
@@ -16,9 +15,9 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from supervisor_graph import Agent, Memory
 from supervisor_graph.agui import create_app
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
+from tests.agui.browser import ARTIFACTS, offline_page
 from tests.agui.conftest import ThreadServer, ask_tool, payer
 from tests.agui.test_endpoint import body, post
-from tests.agui.test_playground import ARTIFACTS, _chromium
 
 AGENT = "/_playground/agent"
 
@@ -63,42 +62,25 @@ async def test_the_thread_history_has_the_pending_interrupts(served_clerk: str, 
 
 
 async def test_a_reloaded_page_answers_a_pending_approval(served_clerk: str) -> None:
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    blocked: list[str] = []
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
-        page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    async with offline_page() as page:
+        await page.goto(f"{served_clerk}/")
+        await page.fill("#prompt", "pay the bill")
+        await page.press("#prompt", "Enter")
+        await expect(page.locator(".approval")).to_contain_text("pay waits for approval", timeout=20_000)
+        thread = await page.locator('#threads button[aria-current="true"]').inner_text()
 
-        async def guard(route):  # type: ignore[no-untyped-def]
-            if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost"):
-                await route.continue_()
-            else:
-                blocked.append(route.request.url)
-                await route.abort()
-
-        await page.route("**/*", guard)
-        try:
-            await page.goto(f"{served_clerk}/")
-            await page.fill("#prompt", "pay the bill")
-            await page.press("#prompt", "Enter")
-            await expect(page.locator(".approval")).to_contain_text("pay waits for approval", timeout=20_000)
-            thread = await page.locator('#threads button[aria-current="true"]').inner_text()
-
-            await page.reload()
-            await expect(page.locator(".approval")).to_have_count(0)
-            await page.locator("#threads button", has_text=thread).click()
-            card = page.locator(".approval")
-            await expect(card).to_contain_text("pay waits for approval", timeout=10_000)
-            await expect(page.locator("#status")).to_have_text("waiting for you")
-            await card.get_by_role("button", name="Arguments").click()
-            await expect(card.locator("pre.args")).to_contain_text('"amount": 5')
-            await page.screenshot(path=str(ARTIFACTS / "approval-after-reload.png"))
-            await card.get_by_role("button", name="Approve").click()
-            await expect(page.locator(".msg.assistant").last).to_have_text("done: payer: paid 5", timeout=20_000)
-            await expect(page.locator("#status")).to_have_text("done")
-            await expect(page.locator(".approval")).to_have_count(0)
-        finally:
-            await browser.close()
-    assert blocked == [], f"the page asked for other hosts: {blocked}"
+        await page.reload()
+        await expect(page.locator(".approval")).to_have_count(0)
+        await page.locator("#threads button", has_text=thread).click()
+        card = page.locator(".approval")
+        await expect(card).to_contain_text("pay waits for approval", timeout=10_000)
+        await expect(page.locator("#status")).to_have_text("waiting for you")
+        await card.get_by_role("button", name="Arguments").click()
+        await expect(card.locator("pre.args")).to_contain_text('"amount": 5')
+        await page.screenshot(path=str(ARTIFACTS / "approval-after-reload.png"))
+        await card.get_by_role("button", name="Approve").click()
+        await expect(page.locator(".msg.assistant").last).to_have_text("done: payer: paid 5", timeout=20_000)
+        await expect(page.locator("#status")).to_have_text("done")
+        await expect(page.locator(".approval")).to_have_count(0)

@@ -20,9 +20,9 @@ from bench.aegra import free_port, running
 from supervisor_graph import Memory
 from supervisor_graph.agui import create_app
 from supervisor_graph.cli import main
+from tests.agui.browser import chromium
 from tests.agui.conftest import RECORDINGS, ThreadServer, boss, delegate, researcher
 from tests.agui.test_endpoint import body
-from tests.agui.test_playground import _chromium
 
 TOKEN = "s3cret-token"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -172,7 +172,7 @@ async def test_the_page_takes_the_token_from_its_address(client) -> None:
         assert (await client.get(f"{base}/agent/capabilities")).status_code == 401
         assert (await client.get(f"{base}/agent/health", headers={"Host": "evil.example"})).status_code == 400
         async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+            browser = await playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
             try:
                 page = await browser.new_page()
                 await page.goto(f"{base}/?token={TOKEN}")
