@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
@@ -124,8 +125,13 @@ async def open_storage(
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
     target = str(Path(path).expanduser()) if path != ":memory:" else path
     saver_class: Any = with_delta_cache(SqliteCheckpointer, compact_versions=True)
-    sqlite = await stack.enter_async_context(saver_class.from_conn_string(target, synchronous=sqlite_synchronous))
-    sqlite_store = await stack.enter_async_context(SqliteStore.from_conn_string(target))
+    # The connections, not the `from_conn_string` context managers: those are async
+    # generators, which asyncio's shutdown closes all at once, racing `Memory`'s closer
+    # of this stack (a traceback at exit of a program that never closed its memory).
+    conn = await stack.enter_async_context(aiosqlite.connect(target, timeout=30.0))
+    sqlite = saver_class(conn, synchronous=sqlite_synchronous)
+    stack.push_async_callback(sqlite.flush)
+    sqlite_store = SqliteStore(await stack.enter_async_context(aiosqlite.connect(target, isolation_level=None)))
     # Concurrent first starts race in `PRAGMA journal_mode=WAL` and CREATE TABLE
     # ("database is locked"): one process at a time sets up.
     async with setup_lock(target):

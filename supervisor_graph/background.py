@@ -90,6 +90,8 @@ class Runner:
         self.watched: dict[str, int] = {}
         # threads with an answering run scheduled (one at a time per thread)
         self.answering: set[str] = set()
+        # watched threads with an outcome left to their until-idle stream since it last looked
+        self.deferred: set[str] = set()
         # task id -> why its asyncio task is being cancelled ("cancel" or "update")
         self.requests: dict[str, str] = {}
 
@@ -248,7 +250,10 @@ class RunBackground:
         user message (SPEC §12): at once when the thread is idle, right after the run that
         holds it otherwise. An until-idle stream on the thread answers them itself."""
         thread = self.thread_id
-        if runner.watched.get(thread) or thread in runner.answering:
+        if runner.watched.get(thread):
+            runner.deferred.add(thread)  # the stream answers it, or hands it back when it stops
+            return
+        if thread in runner.answering:
             return
         runner.answering.add(thread)
         task = asyncio.ensure_future(self._answer())

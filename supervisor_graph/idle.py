@@ -48,6 +48,7 @@ class IdleStream(AgentStream):
         launched: set[str] = set()
         thread = run.thread_id or ""
         runner.watched[thread] = runner.watched.get(thread, 0) + 1  # this stream answers the outcomes
+        settled = False  # every task of the run ended and was answered here
         try:
             stream: AgentStream | None = AgentStream(run)
             first = True
@@ -65,6 +66,7 @@ class IdleStream(AgentStream):
                 launched.update(background.launched)
                 ended = await _wait_for_outcomes(background, launched)
                 if not ended:
+                    settled = not launched
                     break
                 for record in ended:
                     kind = "background-task-completed" if record["status"] == "completed" else "background-task-failed"
@@ -76,9 +78,11 @@ class IdleStream(AgentStream):
                     }
                     emit(make_chunk(kind, payload, run.run_id, (agent.id,)))
                     launched.discard(record["task_id"])
+                runner.deferred.discard(thread)  # the notices read next answer them
                 nxt = await _prepare(agent, None, self._options, notices_only=True, host=self._host)
                 if not nxt.input["messages"]:
                     await nxt.release(ran=False)
+                    settled = not launched
                     break
                 stream = AgentStream(nxt)
             final = _combined(results)
@@ -99,8 +103,11 @@ class IdleStream(AgentStream):
             runner.watched[thread] -= 1
             if not runner.watched[thread]:
                 del runner.watched[thread]
-                if run.background is not None:
-                    run.background.answer_outcomes()  # whatever ended after this stream stopped
+                # whatever ended after this stream last looked; nothing when it settled (a
+                # check would hold the thread's lease just when the caller may use it again)
+                if run.background is not None and (not settled or thread in runner.deferred):
+                    runner.deferred.discard(thread)
+                    run.background.answer_outcomes()
             self._done = True
             self._changed.set()
 

@@ -13,7 +13,7 @@ streamed responses carry usage only when the request sets
 `reply(body) -> str | {"tool": name, "args": {...}}`; the default (`default_reply`)
 makes any supervisor delegate once and sum up: a model offered `agent-*` tools calls
 the first with the user's text, a subagent answers its prompt, and a turn after a
-tool result reports it. In tests, `with FakeOpenAI(reply) as server:` serves on a free
+tool result (or a background task's outcome) reports it. In tests, `with FakeOpenAI(reply) as server:` serves on a free
 port from a thread (`server.base_url`, `server.requests`). Needs the `agui` extra
 (FastAPI and uvicorn).
 """
@@ -45,9 +45,9 @@ def default_reply(body: dict[str, Any]) -> Any:
     """Delegate once, then report: enough for any supervisor to run end to end."""
     messages = body.get("messages") or []
     last = messages[-1] if messages else {}
-    if last.get("role") == "tool":
-        return f"Done: {_text(last)}"
     asked = _text(last)
+    if last.get("role") == "tool" or asked.startswith("[Background task "):  # a result, or a background outcome
+        return f"Done: {asked}"
     tools = [t.get("function", {}).get("name", "") for t in body.get("tools") or []]
     delegation = next((name for name in tools if name.startswith("agent-")), None)
     if delegation is not None:

@@ -65,6 +65,15 @@ async def test_stream_until_idle_reports_the_outcome(memory: Memory) -> None:
     assert not result.delegations or all(d.agent_id != "research-agent" for d in result.delegations[:1])
 
 
+async def test_the_thread_is_free_as_soon_as_generate_until_idle_returns(memory: Memory) -> None:
+    # nothing is left to answer, so no check of the thread holds its lease after the call
+    boss, _ = team(ScriptedChatModel(policy=lambda m: "deep facts"), memory)
+    for prompt in ("first", "second"):
+        result = await boss.generate_until_idle(prompt, memory={"thread": "bg-free", "resource": "u"})
+        assert result.text.startswith("reported: [Background task")
+    assert [t.status for t in await memory.list_background_tasks("bg-free")] == ["completed", "completed"]
+
+
 async def test_plain_generate_returns_at_once_and_the_outcome_is_answered_without_a_new_call() -> None:
     """SPEC §12: when the task ends and the thread is idle, the supervisor answers the
     notice at once; `get_messages` shows both with no new call, and the next call does

@@ -209,3 +209,22 @@ def test_thread_continues_across_processes(tmp_path) -> None:
     assert result.text == "parent sees 3 messages"
     contents = [m.content for m in memory.get_messages_sync("xp")]
     assert contents == ["from the child", "written by child", "from the test", "parent sees 3 messages"]
+
+
+def test_a_memory_left_open_closes_quietly_with_the_loop(tmp_path) -> None:
+    # asyncio.run closes the open async generators at once: the memory's connections must
+    # not be some of them, or closing them races the memory's own closer (a traceback)
+    script = textwrap.dedent(
+        f"""
+        import asyncio
+        from supervisor_graph import Memory
+        memory = Memory("file:{tmp_path / 'open.db'}")
+        async def main():
+            await memory.list_threads()
+        for _ in range(10):  # which generator asyncio closes first varies: try several loops
+            asyncio.run(main())
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""

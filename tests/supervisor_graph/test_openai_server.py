@@ -40,3 +40,15 @@ def test_the_demo_runs_on_the_fake_server_started_on_its_own() -> None:
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_the_default_reply_reports_a_background_outcome_instead_of_delegating_again() -> None:
+    from supervisor_graph.testing.openai_server import default_reply
+
+    tools = [{"type": "function", "function": {"name": "agent-research_agent"}}]
+    asked = {"messages": [{"role": "user", "content": "Research X"}], "tools": tools}
+    assert default_reply(asked) == {"tool": "agent-research_agent", "args": {"prompt": "Research X"}}
+    outcome = {"role": "user", "content": "[Background task bg_1 completed]\nfacts"}
+    assert default_reply({"messages": [*asked["messages"], outcome], "tools": tools}) == (
+        "Done: [Background task bg_1 completed]\nfacts"
+    )
