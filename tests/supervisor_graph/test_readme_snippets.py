@@ -200,7 +200,7 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     wanted = {
         prefix + item.callspec.params[name]
         for item in request.session.items
-        if item.module is request.module and hasattr(item, "callspec")
+        if getattr(item, "module", None) is request.module and hasattr(item, "callspec")
         for name, prefix in prefixes.items()
         if name in item.callspec.params
     }
