@@ -220,6 +220,23 @@ class AGUIAgent:
             raise InputError("RESOURCE_REQUIRED", "The request has no resource (user) id.")
         return value
 
+    async def access(self, request: Any, thread_id: str, max_length: int | None = None) -> str:
+        """The request's resource (user), once it may use `thread_id`: a well-formed id
+        (within `max_length` when given) whose top-level thread is new or its own; a
+        delegation's or background task's thread (`<thread>::...`) is its parent's.
+
+        Raises:
+            InputError: `INVALID_THREAD_ID`, `RESOURCE_REQUIRED` or `THREAD_FORBIDDEN`.
+        """
+        problem = thread_id_problem(thread_id, max_length)
+        if problem is not None:
+            raise InputError("INVALID_THREAD_ID", problem)
+        resource = await self._resource(request)
+        owner = await self._owner(root_thread(thread_id))
+        if owner is not None and owner != resource:
+            raise InputError("THREAD_FORBIDDEN", "This thread belongs to another user.")
+        return resource
+
     async def _owner(self, thread_id: str) -> str | None:
         """The resource that owns `thread_id` (None: a new thread). It is the resource
         stored with the thread's checkpoints, shared by every bridge on this memory."""
@@ -408,14 +425,7 @@ class AGUIAgent:
         await self._after_stopping(input.thread_id)
         resuming = bool(input.resume)
         try:
-            problem = thread_id_problem(input.thread_id, None)  # the length is the HTTP layer's limit
-            if problem is not None:
-                raise InputError("INVALID_THREAD_ID", problem)
-            resource = await self._resource(request)
-            # a delegation's or background task's thread (<thread>::...) is its parent's
-            owner = await self._owner(root_thread(input.thread_id))
-            if owner is not None and owner != resource:
-                raise InputError("THREAD_FORBIDDEN", "This thread belongs to another user.")
+            resource = await self.access(request, input.thread_id)  # the length is the HTTP layer's limit
             if NS_JOIN in input.thread_id:
                 raise InputError("INVALID_THREAD_ID", f"Runs go to a top-level thread, not to {NS_JOIN!r} threads of one.")
             agent, frontend = self._tools.agent_for(input.tools)

@@ -97,20 +97,13 @@ def thread_id_limit(request: Request) -> int | None:
 
 
 async def thread_access(bridge: AGUIAgent, request: Request, thread_id: str) -> str:
-    """The request's resource, once it may read `thread_id`: a well-formed id whose
-    top-level thread is new or its own.
+    """The request's resource, once it may read `thread_id` (`AGUIAgent.access` with this
+    app's thread-id length limit).
 
     Raises:
         InputError: `INVALID_THREAD_ID`, `RESOURCE_REQUIRED` or `THREAD_FORBIDDEN`.
     """
-    problem = thread_id_problem(thread_id, thread_id_limit(request))
-    if problem is not None:
-        raise InputError("INVALID_THREAD_ID", problem)
-    resource = await bridge._resource(request)
-    owner = await bridge._owner(root_thread(thread_id))
-    if owner is not None and owner != resource:
-        raise InputError("THREAD_FORBIDDEN", "This thread belongs to another user.")
-    return resource
+    return await bridge.access(request, thread_id, thread_id_limit(request))
 
 
 def add_error_handlers(app: FastAPI) -> None:
