@@ -55,6 +55,20 @@ class BackgroundTaskConfig(BaseModel):
     timeout_ms: int | None = Field(default=None, ge=1, strict=True)
     retries: int = Field(default=0, ge=0, strict=True)
 
+    @classmethod
+    def of(cls, value: Any) -> BackgroundTaskConfig | None:
+        """A declared setting: `True` (the defaults), a mapping, a config; None for
+        `None` / `False`.
+
+        Raises:
+            pydantic.ValidationError: the mapping is not a valid setting.
+        """
+        if value is None or value is False:
+            return None
+        if isinstance(value, cls):
+            return value
+        return cls() if value is True else cls.model_validate(value)
+
 
 class BackgroundSettings(BaseModel):
     """`Agent(background_tasks={"tools": {subagent key: {...}}})`."""
@@ -72,11 +86,8 @@ def background_setting(tool: Any) -> BackgroundTaskConfig | None:
     """The background setting a tool declares (`create_tool(background=...)`, or
     `metadata={"background": {...}}` on any LangChain tool), when enabled: a subagent
     holding such a tool runs in the background (seed 000, "inherit from the subagent")."""
-    value = (getattr(tool, "metadata", None) or {}).get("background")
-    if value is None or value is False:
-        return None
-    setting = BackgroundTaskConfig() if value is True else BackgroundTaskConfig.model_validate(value)
-    return setting if setting.enabled else None
+    setting = BackgroundTaskConfig.of((getattr(tool, "metadata", None) or {}).get("background"))
+    return setting if setting is not None and setting.enabled else None
 
 
 def _merge_tasks(current: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from supervisor_graph.errors import SupervisorGraphError
 from supervisor_graph.memory import Memory
 from supervisor_graph.models import parse_model_string
-from supervisor_graph.nodes.background import BackgroundSettings, background_setting
+from supervisor_graph.nodes.background import BackgroundSettings, BackgroundTaskConfig, background_setting
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
@@ -269,6 +269,12 @@ class Agent(BaseModel):
         if not inherited:
             return self.background_tasks if any(s.enabled for s in listed.values()) else None
         return BackgroundSettings(tools={**listed, **inherited})
+
+    def background_setting_for(self, key: str) -> BackgroundTaskConfig | None:
+        """The background setting of subagent `key` (declared or inherited), if it runs in
+        the background."""
+        settings = self.background_settings
+        return settings.for_key(key) if settings is not None else None
 
     @property
     def has_background_subagents(self) -> bool:

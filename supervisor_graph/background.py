@@ -380,8 +380,7 @@ class RunBackground:
         """A launch rebuilt from a task's record (a resume, or a re-run after a crash)."""
         sub = self.agent.agents[record["agent_key"]]
         assert not isinstance(sub, RemoteAgent), "background tasks run local subagents only"
-        background = self.agent.background_settings
-        settings = background.for_key(record["agent_key"]) if background is not None else None
+        settings = self.agent.background_setting_for(record["agent_key"])
         parent_options = RunOptions.model_validate(self.agent.default_options)
         parent_handle = RunHandle(
             run_id=record["task_id"], agent_path=(self.agent.id,), thread_id=self.thread_id, resource_id=self.resource_id
@@ -503,8 +502,7 @@ async def _orphan(
                 "result_text": None,
                 "waiting": [],
             }
-        declared = background.agent.background_settings
-        settings = declared.for_key(record["agent_key"]) if declared is not None else None
+        settings = background.agent.background_setting_for(record["agent_key"])
         retries = settings.retries if settings is not None else 0
         if record["tries"] > retries:
             record["status"], record["result_text"] = "failed", STOPPED_TEXT

@@ -37,7 +37,7 @@ def create_tool(
     """A LangChain tool whose `execute(input)` receives the validated `input_schema` model.
 
     Example:
-        >>> from pydantic import BaseModel, ValidationError
+        >>> from pydantic import BaseModel
         >>> class Query(BaseModel):
         ...     query: str
         >>> search = create_tool(id="web_search", description="Search the web", input_schema=Query,
@@ -57,13 +57,11 @@ def create_tool(
     if not (isinstance(input_schema, type) and issubclass(input_schema, BaseModel)):
         raise TypeError("create_tool: input_schema must be a pydantic model class")
     metadata: dict[str, Any] = {"require_approval": require_approval, "client_tool": execute is None, "resume_schema": resume_schema}
-    if background is not None and background is not False:
-        try:
-            setting = background if isinstance(background, BackgroundTaskConfig) else (
-                BackgroundTaskConfig() if background is True else BackgroundTaskConfig.model_validate(background)
-            )
-        except ValidationError as exc:
-            raise ValueError(f"create_tool {id!r}: invalid background setting (enabled, timeout_ms, retries): {exc}") from None
+    try:
+        setting = BackgroundTaskConfig.of(background)
+    except ValidationError as exc:
+        raise ValueError(f"create_tool {id!r}: invalid background setting (enabled, timeout_ms, retries): {exc}") from None
+    if setting is not None:
         metadata["background"] = setting.model_dump()
 
     def parse(kwargs: dict[str, Any]) -> BaseModel:
