@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -294,7 +294,15 @@ class Memory:
         merge = not replace and value is not None and config.schema_ is not None
         if merge and isinstance(value, BaseModel):
             value = value.model_dump(mode="json", exclude_unset=True)
-        stored = config.validate_value(value) if value is not None else None  # checked before any read
+        if merge:
+            # fields to change, checked as the update tool checks them (`apply_update`,
+            # below): unknown keys now, before any read; the merged value once read
+            if not isinstance(value, Mapping):
+                config.validate_value(value)  # says what the value must be
+            config.check_known_keys(value)
+            stored = None
+        else:
+            stored = config.validate_value(value) if value is not None else None
         if config.scope == "resource":
             store = await self.store()
             key = store_key(agent_id, self._resource(agent_id, thread, resource))

@@ -422,3 +422,26 @@ async def test_set_working_memory_merges_like_the_models_updates_unless_told_to_
     assert await memory.get_working_memory(**where) == merged
     assert await memory.set_working_memory({"city": "Nice"}, replace=True, **where) == {"city": "Nice"}
     assert await memory.get_working_memory(**where) == {"city": "Nice"}
+
+
+class Booking(BaseModel):
+    city: str  # required: a partial update holds only what changes
+    nights: int = 0
+
+
+async def test_a_merged_update_need_not_hold_the_schemas_required_fields() -> None:
+    """Like the model's own update, `set_working_memory` checks the merged value, not the
+    fields it is given on their own; unknown keys and bad types are still refused."""
+    memory = Memory(":memory:")
+    Agent(id="booked", model=ScriptedChatModel(), memory=memory, working_memory={"schema": Booking})
+    await memory.set_working_memory({"city": "Lyon"}, resource="r")
+    assert await memory.set_working_memory({"nights": 3}, resource="r") == {"city": "Lyon", "nights": 3}
+    with pytest.raises(WorkingMemoryError, match="nights"):
+        await memory.set_working_memory({"nights": "many"}, resource="r")
+    with pytest.raises(WorkingMemoryError, match="no field hotel"):
+        await memory.set_working_memory({"hotel": "Ritz"}, resource="r")
+    with pytest.raises(WorkingMemoryError, match="an object here"):
+        await memory.set_working_memory("Lyon", resource="r")
+    with pytest.raises(WorkingMemoryError, match="city"):  # nothing stored yet: the merge lacks the city
+        await memory.set_working_memory({"nights": 1}, resource="other")
+    assert await memory.get_working_memory(resource="r") == {"city": "Lyon", "nights": 3}
