@@ -16,9 +16,9 @@ Example:
 """
 
 from supervisor_graph.agent import Agent
-from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage
-from supervisor_graph.compiler import compile_agent
-from supervisor_graph.errors import (
+from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage
+from supervisor_graph.compiler.build import compile_agent
+from supervisor_graph.declaration.errors import (
     MissingAPIKeyError,
     ModelCallError,
     NothingPendingError,
@@ -26,7 +26,7 @@ from supervisor_graph.errors import (
     SupervisorGraphError,
     ThreadBusyError,
 )
-from supervisor_graph.memory import Memory, ThreadRecord
+from supervisor_graph.memory.memory import Memory, ThreadRecord
 from supervisor_graph.nodes.context import AbortController, AbortSignal, RequestContext
 from supervisor_graph.nodes.delegation import (
     DELEGATION_HOOK_ERRORS,
@@ -44,11 +44,11 @@ from supervisor_graph.nodes.options import DelegationOptions, MemoryOptions, Run
 from supervisor_graph.nodes.state import SupervisorState
 from supervisor_graph.nodes.versions import VERSIONS_KEY, VersionSelection
 from supervisor_graph.nodes.working_memory import WorkingMemory, WorkingMemoryError
-from supervisor_graph.remote import RemoteAgent
-from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
-from supervisor_graph.scorers import Score, ScoringContext, TaskCompleteResult, create_rubric_scorer, create_scorer
-from supervisor_graph.tools import ToolCallInfo, create_tool, current_request_context, current_tool_call, suspend
-from supervisor_graph.versions import AgentDefinition, AgentVersion
+from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.run.facade import AgentStream, GenerateResult, PendingItem
+from supervisor_graph.declaration.scorers import Score, ScoringContext, TaskCompleteResult, create_rubric_scorer, create_scorer
+from supervisor_graph.declaration.tools import ToolCallInfo, create_tool, current_request_context, current_tool_call, suspend
+from supervisor_graph.memory.versions import AgentDefinition, AgentVersion
 
 __all__ = [
     "DELEGATION_HOOK_ERRORS",

@@ -14,22 +14,22 @@ from langchain_core.tools import tool as as_langchain_tool
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from supervisor_graph.errors import SupervisorGraphError
-from supervisor_graph.memory import Memory
-from supervisor_graph.models import parse_model_string
+from supervisor_graph.declaration.errors import SupervisorGraphError
+from supervisor_graph.memory.memory import Memory
+from supervisor_graph.declaration.models import parse_model_string
 from supervisor_graph.nodes.background import BackgroundSettings, BackgroundTaskConfig, background_setting
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
 from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL, WorkingMemory
-from supervisor_graph.remote import RemoteAgent
+from supervisor_graph.declaration.remote import RemoteAgent
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.store.base import BaseStore
 
-    from supervisor_graph.run import AgentStream, GenerateResult
+    from supervisor_graph.run.facade import AgentStream, GenerateResult
 
 __all__ = ["Agent", "SUBAGENT_KEY"]
 
@@ -292,7 +292,7 @@ class Agent(BaseModel):
 
     def compile(self, checkpointer: Any = None, store: Any = None) -> CompiledStateGraph:
         """This agent as a LangGraph `CompiledStateGraph` (SPEC §4)."""
-        from supervisor_graph.compiler import compile_agent
+        from supervisor_graph.compiler.build import compile_agent
 
         return compile_agent(self, checkpointer=checkpointer, store=store)
 
@@ -315,20 +315,20 @@ class Agent(BaseModel):
 
     async def generate(self, prompt: Any, **options: Any) -> GenerateResult:
         """Run to the end and return the result (options of SPEC §5)."""
-        from supervisor_graph.run import generate
+        from supervisor_graph.run.facade import generate
 
         return await generate(self, prompt, **options)
 
     async def stream(self, prompt: Any, **options: Any) -> AgentStream:
         """Start a run and stream it: `text_stream`, `full_stream`, `await result()`."""
-        from supervisor_graph.run import stream
+        from supervisor_graph.run.facade import stream
 
         return await stream(self, prompt, **options)
 
     # -- answering a paused run ------------------------------------------------
 
     async def _answer(self, kind: str, value: Any, streaming: bool, target: dict[str, Any]) -> Any:
-        from supervisor_graph.resume import resume
+        from supervisor_graph.run.resume import resume
 
         key = target.pop("interrupt_id", None) or target.pop("tool_call_id", None)
         target.pop("tool_call_id", None)
@@ -390,20 +390,20 @@ class Agent(BaseModel):
     ) -> GenerateResult:
         """Answer several pending items at once: `{interrupt or tool call id: answer}`
         (`{"approved": bool}` for approvals, the resume data for suspended tools)."""
-        from supervisor_graph.resume import resume
+        from supervisor_graph.run.resume import resume
 
         return await resume(self, answers, run_id=run_id, memory=memory, **options)  # type: ignore[return-value]
 
     async def stream_until_idle(self, prompt: Any, **options: Any) -> AgentStream:
         """`stream`, kept open until every background task the run starts has ended and
         the supervisor has answered each outcome (SPEC §12)."""
-        from supervisor_graph.idle import stream_until_idle
+        from supervisor_graph.run.idle import stream_until_idle
 
         return await stream_until_idle(self, prompt, **options)
 
     async def generate_until_idle(self, prompt: Any, **options: Any) -> GenerateResult:
         """`generate`, returning once every background task of the run has been answered."""
-        from supervisor_graph.idle import generate_until_idle
+        from supervisor_graph.run.idle import generate_until_idle
 
         return await generate_until_idle(self, prompt, **options)
 
@@ -411,37 +411,37 @@ class Agent(BaseModel):
         """Re-run (or fail) the thread's background tasks whose process died, and have the
         supervisor answer every outcome the thread has not been told of (None: nothing to
         report). The next call on the thread does the same on its own."""
-        from supervisor_graph.idle import recover_background_tasks
+        from supervisor_graph.run.idle import recover_background_tasks
 
         return await recover_background_tasks(self, memory=memory, **options)
 
     def generate_sync(self, prompt: Any, **options: Any) -> GenerateResult:
         """`generate` for scripts and notebooks."""
-        from supervisor_graph.run import run_sync
+        from supervisor_graph.run.facade import run_sync
 
         return run_sync(self.generate(prompt, **options))
 
     def approve_tool_call_sync(self, **kwargs: Any) -> GenerateResult:
         """`approve_tool_call` for scripts and notebooks."""
-        from supervisor_graph.run import run_sync
+        from supervisor_graph.run.facade import run_sync
 
         return run_sync(self.approve_tool_call(**kwargs))
 
     def decline_tool_call_sync(self, **kwargs: Any) -> GenerateResult:
         """`decline_tool_call` for scripts and notebooks."""
-        from supervisor_graph.run import run_sync
+        from supervisor_graph.run.facade import run_sync
 
         return run_sync(self.decline_tool_call(**kwargs))
 
     def resume_generate_sync(self, resume_data: Any, **kwargs: Any) -> GenerateResult:
         """`resume_generate` for scripts and notebooks."""
-        from supervisor_graph.run import run_sync
+        from supervisor_graph.run.facade import run_sync
 
         return run_sync(self.resume_generate(resume_data, **kwargs))
 
     def stream_sync(self, prompt: Any, **options: Any) -> Any:
         """`stream` for scripts and notebooks: an iterator of full-stream chunks."""
-        from supervisor_graph.run import stream_sync
+        from supervisor_graph.run.facade import stream_sync
 
         return stream_sync(self, prompt, **options)
 

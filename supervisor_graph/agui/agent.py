@@ -45,13 +45,13 @@ from supervisor_graph.agui.serving import root_thread, thread_id_problem
 from supervisor_graph.agui.state import SharedState, snapshot
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.checkpointers.naming import NS_JOIN, delegation_thread_id, stable_namespace
-from supervisor_graph.errors import MissingAPIKeyError, NothingPendingError, PendingApprovalError, ThreadBusyError
-from supervisor_graph.memory import Memory
+from supervisor_graph.declaration.errors import MissingAPIKeyError, NothingPendingError, PendingApprovalError, ThreadBusyError
+from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.context import AbortController
 from supervisor_graph.nodes.errors import log_failure
-from supervisor_graph.remote import RemoteAgent
-from supervisor_graph.resume import pending_interrupts, resume
-from supervisor_graph.run import AgentStream
+from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.run.resume import pending_interrupts, resume
+from supervisor_graph.run.facade import AgentStream
 
 __all__ = ["AGUIAgent", "RunRecord"]
 

@@ -17,7 +17,7 @@ from ag_ui.core import Interrupt, ResumeEntry
 
 from supervisor_graph.agui.subagents import subagent_run_id
 from supervisor_graph.nodes.tools import CANCEL_SUSPENDED
-from supervisor_graph.run import PendingItem
+from supervisor_graph.run.facade import PendingItem
 
 __all__ = ["APPROVAL_SCHEMA", "MASTRA", "SUPERVISOR_GRAPH", "Dialect", "Pause", "ResumeError", "plan_resume"]
 

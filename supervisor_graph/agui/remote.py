@@ -18,10 +18,10 @@ from typing import Any
 from langchain_core.messages import BaseMessage, convert_to_messages, message_to_dict
 
 from supervisor_graph.agui.interrupts import Pause
-from supervisor_graph.chunks import FinishChunk, StreamChunk, Usage, make_chunk
+from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage, make_chunk
 from supervisor_graph.nodes.text import text_of_content
-from supervisor_graph.remote import RemoteAgent
-from supervisor_graph.results import GenerateResult, PendingItem
+from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.run.results import GenerateResult, PendingItem
 
 __all__ = ["RemoteBridge", "RemoteStream"]
 

@@ -18,7 +18,7 @@ SERVE_ENV = "SUPERVISOR_GRAPH_SERVE"
 def app() -> FastAPI:
     """uvicorn's app factory in each worker process."""
     from supervisor_graph.agui.endpoint import create_app
-    from supervisor_graph.cli import load_agent
+    from supervisor_graph.cli.main import load_agent
 
     settings = json.loads(os.environ[SERVE_ENV])
     target = settings.pop("target")

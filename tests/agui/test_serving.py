@@ -19,7 +19,7 @@ import pytest
 from bench.aegra import free_port, running
 from supervisor_graph import Memory
 from supervisor_graph.agui import create_app
-from supervisor_graph.cli import main
+from supervisor_graph.cli.main import main
 from tests.agui.browser import chromium
 from tests.agui.conftest import RECORDINGS, ThreadServer, boss, delegate, researcher
 from tests.agui.test_endpoint import body

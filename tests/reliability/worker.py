@@ -94,7 +94,7 @@ async def step(storage: str, ledger: str, name: str, prompt: str) -> dict:
             elif name == "approve":
                 result = await agent.approve_tool_call(tool_call_id="call-pay", memory=THREAD)
             elif name == "inspect":
-                from supervisor_graph.resume import pending_interrupts
+                from supervisor_graph.run.resume import pending_interrupts
 
                 pending = [i.value.get("tool_call_id") for i in await pending_interrupts(agent, memory=THREAD)]
                 messages = await memory.get_messages(THREAD["thread"])

@@ -149,7 +149,7 @@ def test_string_model_needs_no_key_to_declare_and_says_so_at_compile(monkeypatch
 def test_model_strings_resolve_to_chat_openai(monkeypatch: pytest.MonkeyPatch) -> None:
     from langchain_openai import ChatOpenAI
 
-    from supervisor_graph.models import resolve_model_string
+    from supervisor_graph.declaration.models import resolve_model_string
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")

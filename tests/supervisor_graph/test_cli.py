@@ -12,7 +12,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from supervisor_graph.cli import EXIT_PAUSED, CLIError, load_agent, main
+from supervisor_graph.cli.main import EXIT_PAUSED, CLIError, load_agent, main
 
 EXAMPLE = "supervisor_graph.examples.research_write:agent"
 PUBLISH = "Research bees, write an article and publish it"

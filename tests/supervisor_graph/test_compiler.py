@@ -67,7 +67,7 @@ def test_subagents_are_subgraphs_to_any_depth() -> None:
     mid_node = graph.builder.nodes["mid"]
     assert mid_node is not None
     # the mid subagent's own graph has its leaf node
-    from supervisor_graph.compiler import _build
+    from supervisor_graph.compiler.build import _build
 
     mid_graph, _ = _build(top.agents["mid"], checkpointer=None, store=None)
     assert "leaf" in mid_graph.nodes and "leaf.start" in mid_graph.nodes

@@ -54,7 +54,7 @@ async def test_a_new_message_is_refused_while_approvals_wait(memory: Memory) -> 
         await agent.generate("never mind", memory=thread)
     assert len(caught.value.pending) == 2
     # nothing was lost: both still wait, and the refused message did not enter the thread
-    from supervisor_graph.resume import pending_interrupts
+    from supervisor_graph.run.resume import pending_interrupts
 
     assert len(await pending_interrupts(agent, memory=thread)) == 2
     assert "never mind" not in [m.content for m in await memory.get_messages("t")]

@@ -15,7 +15,7 @@ from langgraph.store.memory import InMemoryStore
 
 from supervisor_graph import VERSIONS_KEY, Agent, Memory
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
-from supervisor_graph.versions import VERSIONS_NAMESPACE
+from supervisor_graph.memory.versions import VERSIONS_NAMESPACE
 
 
 def lookup(query: str) -> str:
@@ -226,7 +226,7 @@ async def test_the_compiled_graph_takes_versions_and_request_context_from_its_co
     store = InMemoryStore()
     graph = parent.compile(checkpointer=InMemorySaver(), store=store)
     # a version stored in this run's store (as a server's store holds it)
-    from supervisor_graph.versions import StoreVersions
+    from supervisor_graph.memory.versions import StoreVersions
 
     sub_v = await memory.versions.save("research-agent", {"instructions": "RESEARCH V2"}, status="published")
     stored = await memory.versions.get("research-agent", version_id=sub_v)

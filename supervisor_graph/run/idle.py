@@ -13,16 +13,16 @@ import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from supervisor_graph.background import RunBackground, pending_items, runner
-from supervisor_graph.chunks import Usage, make_chunk
+from supervisor_graph.background.host import RunBackground, pending_items, runner
+from supervisor_graph.run.chunks import Usage, make_chunk
 from supervisor_graph.nodes.background import FINAL_STATUSES
-from supervisor_graph.prepare import _prepare, _Run
-from supervisor_graph.results import GenerateResult
-from supervisor_graph.streaming import AgentStream
+from supervisor_graph.run.prepare import _prepare, _Run
+from supervisor_graph.run.results import GenerateResult
+from supervisor_graph.run.streaming import AgentStream
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
-    from supervisor_graph.memory import Memory
+    from supervisor_graph.memory.memory import Memory
 
 __all__ = ["IdleStream", "generate_until_idle", "recover_background_tasks", "stream_until_idle"]
 
@@ -158,7 +158,7 @@ async def stream_until_idle(agent: Agent, prompt: Any, **options: Any) -> IdleSt
     on a thread of a memory of its own (as Mastra does)."""
     host = None
     if options.get("memory") is None and agent.has_background_subagents:
-        from supervisor_graph.memory import Memory
+        from supervisor_graph.memory.memory import Memory
 
         host = Memory(storage=":memory:")
         options = {**options, "memory": {"thread": f"until-idle-{uuid.uuid4().hex}"}}
@@ -175,7 +175,7 @@ async def recover_background_tasks(agent: Agent, *, memory: Any, **options: Any)
     """Settle the thread's background tasks now: re-run those whose process died (tries
     left) or fail them, and have the supervisor answer every outcome it has not been told
     of. None when there was nothing to report."""
-    from supervisor_graph.run import _generate
+    from supervisor_graph.run.facade import _generate
 
     run = await _prepare(agent, None, {**options, "memory": memory}, notices_only=True)
     if not run.input["messages"]:

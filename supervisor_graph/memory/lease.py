@@ -9,7 +9,7 @@ import contextlib
 import logging
 
 from supervisor_graph.checkpointers.leases import Lease, Leases, new_owner
-from supervisor_graph.errors import ThreadBusyError
+from supervisor_graph.declaration.errors import ThreadBusyError
 
 __all__ = ["ThreadLease"]
 

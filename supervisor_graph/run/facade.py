@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.types import Command
 
-from supervisor_graph.prepare import (
+from supervisor_graph.run.prepare import (
     _after,
     _prepare,
     _repair_thread,
@@ -19,9 +19,9 @@ from supervisor_graph.prepare import (
     ephemeral_saver,
     paused_runs,
 )
-from supervisor_graph.results import GenerateResult, PendingItem, _result
-from supervisor_graph.streaming import AgentStream, FinishedStream
-from supervisor_graph.sync import run_sync, stream_sync
+from supervisor_graph.run.results import GenerateResult, PendingItem, _result
+from supervisor_graph.run.streaming import AgentStream, FinishedStream
+from supervisor_graph.run.sync import run_sync, stream_sync
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
@@ -69,7 +69,7 @@ async def _generate(run: _Run) -> GenerateResult:
 async def _waiting_tasks(run: _Run, result: GenerateResult) -> None:
     """Approvals paused background tasks of the thread wait for (SPEC §12)."""
     if run.background is not None:
-        from supervisor_graph.background import pending_items
+        from supervisor_graph.background.host import pending_items
 
         waiting = [r for r in await run.background.records() if r.get("waiting")]
         result.suspended.extend(pending_items(waiting, run.run_id))

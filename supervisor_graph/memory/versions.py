@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 from langgraph.store.base import BaseStore, PutOp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from supervisor_graph.errors import ThreadBusyError
-from supervisor_graph.models import parse_model_string, resolve_model_string
+from supervisor_graph.declaration.errors import ThreadBusyError
+from supervisor_graph.declaration.models import parse_model_string, resolve_model_string
 from supervisor_graph.nodes.versions import AgentOverride, Status, VersionSelection
-from supervisor_graph.thread_lease import ThreadLease
+from supervisor_graph.memory.lease import ThreadLease
 
 if TYPE_CHECKING:
-    from supervisor_graph.memory import Memory
+    from supervisor_graph.memory.memory import Memory
 
 __all__ = ["MAX_DEFINITION_BYTES", "VERSIONS_NAMESPACE", "AgentDefinition", "AgentVersion", "RunVersions", "StoreVersions", "Versions", "resolver_for"]
 

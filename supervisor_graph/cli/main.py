@@ -47,12 +47,12 @@ from rich.panel import Panel
 from rich.text import Text
 
 from supervisor_graph.agent import Agent
-from supervisor_graph.chunks import StreamChunk
-from supervisor_graph.errors import CLIError, MissingAPIKeyError, SupervisorGraphError
-from supervisor_graph.memory import Memory
-from supervisor_graph.models import check_credentials, model_strings, parse_model_string
+from supervisor_graph.run.chunks import StreamChunk
+from supervisor_graph.declaration.errors import CLIError, MissingAPIKeyError, SupervisorGraphError
+from supervisor_graph.memory.memory import Memory
+from supervisor_graph.declaration.models import check_credentials, model_strings, parse_model_string
 from supervisor_graph.nodes.tools import DECLINED_TEXT
-from supervisor_graph.run import AgentStream, GenerateResult, PendingItem
+from supervisor_graph.run.facade import AgentStream, GenerateResult, PendingItem
 
 __all__ = ["EXIT_PAUSED", "CLIError", "load_agent", "main"]
 
@@ -351,7 +351,7 @@ async def _run(
     close: Memory | None = None,
 ) -> int:
     """Stream one run through `view`, answering its pauses with `answerer`; the exit status."""
-    from supervisor_graph.resume import resume
+    from supervisor_graph.run.resume import resume
 
     try:
         try:
@@ -487,7 +487,7 @@ def _add_answer_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_draw(args: argparse.Namespace) -> int:
-    from supervisor_graph.compiler import compile_agent
+    from supervisor_graph.compiler.build import compile_agent
 
     # drawing calls no model: no credentials needed
     graph = compile_agent(load_agent(args.target), check_models=False).get_graph()
@@ -638,7 +638,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(func=cmd_serve)
 
-    from supervisor_graph.cli_versions import add_versions_parser
+    from supervisor_graph.cli.versions import add_versions_parser
 
     add_versions_parser(sub)
     return parser

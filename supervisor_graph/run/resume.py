@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
-from supervisor_graph.errors import NothingPendingError
+from supervisor_graph.declaration.errors import NothingPendingError
 from supervisor_graph.nodes.tools import approval_answer, is_cancel
-from supervisor_graph.paused import PausedRun
-from supervisor_graph.run import AgentStream, FinishedStream, GenerateResult, _generate, _prepare, _Run, paused_runs
-from supervisor_graph.transcript import waiting_interrupts
+from supervisor_graph.run.paused import PausedRun
+from supervisor_graph.run.facade import AgentStream, FinishedStream, GenerateResult, _generate, _prepare, _Run, paused_runs
+from supervisor_graph.run.repair import waiting_interrupts
 
 if TYPE_CHECKING:
     from langgraph.types import Interrupt
@@ -68,7 +68,7 @@ async def _resume_background(
     waits for these answers (the run's own pauses are answered as usual)."""
     from types import SimpleNamespace
 
-    from supervisor_graph.background import RunBackground
+    from supervisor_graph.background.host import RunBackground
     from supervisor_graph.nodes.options import MemoryOptions
 
     target = MemoryOptions.model_validate({"thread": memory} if isinstance(memory, str) else memory)
@@ -99,8 +99,8 @@ async def _resume_background(
     if run.input["messages"]:  # the supervisor answers the outcome
         return AgentStream(run) if streaming else await _generate(run)
     await run.release(ran=False)
-    from supervisor_graph.background import pending_items
-    from supervisor_graph.chunks import Usage
+    from supervisor_graph.background.host import pending_items
+    from supervisor_graph.run.chunks import Usage
 
     # it paused again: the result says what it waits for now
     again = [r for r in await background.records() if r.get("waiting")]

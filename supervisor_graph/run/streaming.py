@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk
 
-from supervisor_graph.chunks import FinishChunk, StreamChunk, make_chunk
+from supervisor_graph.run.chunks import FinishChunk, StreamChunk, make_chunk
 from supervisor_graph.nodes.direct import AGENT_PATH_KEY, NAMESPACE_KEY
 from supervisor_graph.nodes.events import EVENT_KEY
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE
 from supervisor_graph.nodes.text import text_of
-from supervisor_graph.prepare import _after, _repair_thread, _Run, _until_aborted
-from supervisor_graph.results import GenerateResult, PendingItem, _result
+from supervisor_graph.run.prepare import _after, _repair_thread, _Run, _until_aborted
+from supervisor_graph.run.results import GenerateResult, PendingItem, _result
 
 if TYPE_CHECKING:
     pass
@@ -123,7 +123,7 @@ class AgentStream:
                 emit(make_chunk("abort", {"reason": getattr(run.options.abort_signal, "reason", None)}, run.run_id, (run.agent.id,)))
             result = _result(run, last_values, aborted)
             if run.background is not None:
-                from supervisor_graph.run import _waiting_tasks
+                from supervisor_graph.run.facade import _waiting_tasks
 
                 await _waiting_tasks(run, result)
             await _after(run, result)

@@ -25,7 +25,7 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from supervisor_graph.checkpointers.urls import Storage
-from supervisor_graph.errors import ThreadBusyError
+from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.nodes.background import (
     FINAL_STATUSES,
     BackgroundLaunch,
@@ -43,8 +43,8 @@ from supervisor_graph.nodes.delegation import (
 )
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.subagent import sub_options
-from supervisor_graph.remote import RemoteAgent
-from supervisor_graph.thread_lease import ThreadLease
+from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.memory.lease import ThreadLease
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
@@ -260,8 +260,8 @@ class RunBackground:
         task.add_done_callback(lambda _: runner.answering.discard(thread))
 
     async def _answer(self) -> None:
-        from supervisor_graph.prepare import _prepare
-        from supervisor_graph.run import _generate
+        from supervisor_graph.run.prepare import _prepare
+        from supervisor_graph.run.facade import _generate
 
         memory = {"thread": self.thread_id, "resource": self.resource_id}
         delay = 0.02
@@ -538,7 +538,7 @@ def _context_before(messages: Sequence[BaseMessage], tool_call_id: str) -> list[
 
 def pending_items(records: Sequence[dict[str, Any]], run_id: str) -> list[Any]:
     """The approvals (and suspended tools) paused background tasks wait for."""
-    from supervisor_graph.results import PendingItem
+    from supervisor_graph.run.results import PendingItem
 
     items = []
     for record in records:

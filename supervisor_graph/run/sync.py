@@ -7,7 +7,7 @@ import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from supervisor_graph.chunks import StreamChunk
+from supervisor_graph.run.chunks import StreamChunk
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
@@ -42,7 +42,7 @@ async def _next(chunks: AsyncIterator[StreamChunk]) -> StreamChunk:
 
 def stream_sync(agent: Agent, prompt: Any, **options: Any) -> Iterator[StreamChunk]:
     """`stream` for synchronous code: yields full-stream chunks."""
-    from supervisor_graph.run import stream
+    from supervisor_graph.run.facade import stream
 
     loop = _background_loop()
     agent_stream = run_sync(stream(agent, prompt, **options))

@@ -28,11 +28,11 @@ from supervisor_graph.nodes.working_memory import (
     apply_update,
     store_key,
 )
-from supervisor_graph.thread_lease import ThreadLease
-from supervisor_graph.versions import MAX_DEFINITION_BYTES, Versions
+from supervisor_graph.memory.lease import ThreadLease
+from supervisor_graph.memory.versions import MAX_DEFINITION_BYTES, Versions
 
 if TYPE_CHECKING:
-    from supervisor_graph.background import BackgroundTask
+    from supervisor_graph.background.host import BackgroundTask
 
 __all__ = ["Memory", "ThreadRecord"]
 
@@ -346,7 +346,7 @@ class Memory:
 
     async def list_background_tasks(self, thread_id: str) -> list[BackgroundTask]:
         """The background tasks a thread's runs started (SPEC §12), oldest first."""
-        from supervisor_graph.background import BACKGROUND_NAMESPACE, task_view
+        from supervisor_graph.background.host import BACKGROUND_NAMESPACE, task_view
 
         reader, config = await self._thread_reader(thread_id)
         snapshot = await reader.aget_state(config)
@@ -359,11 +359,11 @@ class Memory:
         return tasks
 
     def list_threads_sync(self, filter: dict[str, Any] | None = None) -> list[ThreadRecord]:
-        from supervisor_graph.run import run_sync
+        from supervisor_graph.run.facade import run_sync
 
         return run_sync(self.list_threads(filter))
 
     def get_messages_sync(self, thread_id: str) -> list[BaseMessage]:
-        from supervisor_graph.run import run_sync
+        from supervisor_graph.run.facade import run_sync
 
         return run_sync(self.get_messages(thread_id))

@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
-from supervisor_graph.chunks import Usage
+from supervisor_graph.run.chunks import Usage
 from supervisor_graph.nodes.delegation import (
     DelegationResult,
 )
 from supervisor_graph.nodes.routing import last_turn, unanswered
 from supervisor_graph.nodes.state import usage_of_run
 from supervisor_graph.nodes.text import text_of
-from supervisor_graph.tools import is_client_tool
+from supervisor_graph.declaration.tools import is_client_tool
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
-    from supervisor_graph.prepare import _Run
+    from supervisor_graph.run.prepare import _Run
 
 __all__ = ["GenerateResult", "PendingItem"]
 

@@ -16,9 +16,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import ValidationError
 
 from supervisor_graph.checkpointers.leases import Lease
-from supervisor_graph.chunks import Usage
-from supervisor_graph.errors import PendingApprovalError
-from supervisor_graph.models import check_credentials, model_strings
+from supervisor_graph.run.chunks import Usage
+from supervisor_graph.declaration.errors import PendingApprovalError
+from supervisor_graph.declaration.models import check_credentials, model_strings
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
     RESOURCE_ID_KEY,
@@ -30,10 +30,10 @@ from supervisor_graph.nodes.delegation import (
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions, merge_options
 from supervisor_graph.nodes.tools import DECLINED_TEXT, INTERRUPTED_TOOL_TEXT
 from supervisor_graph.nodes.versions import VERSIONS_KEY
-from supervisor_graph.paused import PausedRun, PausedRuns
-from supervisor_graph.results import GenerateResult, _client_tools, _pending
-from supervisor_graph.thread_lease import ThreadLease
-from supervisor_graph.transcript import (
+from supervisor_graph.run.paused import PausedRun, PausedRuns
+from supervisor_graph.run.results import GenerateResult, _client_tools, _pending
+from supervisor_graph.memory.lease import ThreadLease
+from supervisor_graph.run.repair import (
     ABORTED_TOOL_TEXT,
     DROPPED_TOOL_TEXT,
     close_unanswered,
@@ -206,7 +206,7 @@ async def _prepare(
     if opts.versions is not None:
         opts = await _select_versions(agent, opts, options, handle)
     if opts.memory is not None and background_agents:
-        from supervisor_graph.background import RunBackground
+        from supervisor_graph.background.host import RunBackground
 
         assert thread_id is not None
         handle.background = RunBackground(agent, opened, thread_id, resource_id)
@@ -248,7 +248,7 @@ async def _prepare(
 async def _deliver_outcomes(run: _Run) -> None:
     """Put the outcomes of background tasks the thread has not been told of before the
     run's input, with their final status, so they land in one checkpoint (SPEC §12)."""
-    from supervisor_graph.background import outcomes
+    from supervisor_graph.background.host import outcomes
 
     assert run.background is not None
     state = await run.graph.aget_state(run.config)
@@ -268,7 +268,7 @@ async def _deliver_outcomes(run: _Run) -> None:
 
 async def _select_versions(agent: Agent, opts: RunOptions, options: dict[str, Any], handle: RunHandle) -> RunOptions:
     """Attach the call's version resolver (SPEC §13) and apply the top-level agent's version."""
-    from supervisor_graph.versions import RunVersions
+    from supervisor_graph.memory.versions import RunVersions
 
     assert opts.versions is not None
     handle.versions = RunVersions(opts.versions, agent.memory.versions if agent.memory is not None else None)

@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from supervisor_graph.models import parse_model_string, resolve_model_string
+from supervisor_graph.declaration.models import parse_model_string, resolve_model_string
 from supervisor_graph.nodes.spec import maybe_await
 from supervisor_graph.nodes.task_complete import Score, ScoringContext, TaskCompleteOptions, TaskCompleteResult
 

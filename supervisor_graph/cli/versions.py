@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from supervisor_graph.cli import load_agent
-from supervisor_graph.errors import CLIError
-from supervisor_graph.memory import Memory
+from supervisor_graph.cli.main import load_agent
+from supervisor_graph.declaration.errors import CLIError
+from supervisor_graph.memory.memory import Memory
 
 __all__ = ["add_versions_parser"]
 

@@ -15,7 +15,7 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import Field, PrivateAttr
 
-from supervisor_graph.errors import MissingAPIKeyError
+from supervisor_graph.declaration.errors import MissingAPIKeyError
 
 __all__ = [
     "PROVIDERS",

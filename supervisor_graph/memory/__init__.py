@@ -1,0 +1,4 @@
+"""Storage a declaration names: `Memory` (threads, working memory, background records),
+the thread lease, and stored agent versions.
+
+Imports point down only: declaration, nodes, checkpointers."""
