@@ -1,4 +1,7 @@
-"""`Agent`: the declaration users write (SPEC §3)."""
+"""`Agent`: the declaration users write (SPEC §3), and the entries that compile and run it.
+
+Its methods hand the work to `compiler/` and `run/`; nothing below imports this module
+except for annotations."""
 
 from __future__ import annotations
 
@@ -10,19 +13,23 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
-from langchain_core.tools import tool as as_langchain_tool
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from supervisor_graph.declaration.errors import SupervisorGraphError
-from supervisor_graph.memory.memory import Memory
+from supervisor_graph.compiler.build import compile_agent
+from supervisor_graph.declaration.agent_rules import check_cycles, model_retry_policy
 from supervisor_graph.declaration.models import parse_model_string
+from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.declaration.tools import tool_from_callable
+from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.background import BackgroundSettings, BackgroundTaskConfig, background_setting
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
 from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL, WorkingMemory
-from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.run.facade import generate, run_sync, stream, stream_sync
+from supervisor_graph.run.idle import generate_until_idle, recover_background_tasks, stream_until_idle
+from supervisor_graph.run.resume import resume
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -114,7 +121,7 @@ class Agent(BaseModel):
         items = value.items() if isinstance(value, dict) else ((None, t) for t in value)
         out: dict[str, BaseTool] = {}
         for key, item in items:
-            tool = item if isinstance(item, BaseTool) else _tool_from_callable(key, item)
+            tool = item if isinstance(item, BaseTool) else tool_from_callable(key, item)
             name = key or tool.name
             if name != tool.name:
                 tool = tool.model_copy(update={"name": name})
@@ -292,8 +299,6 @@ class Agent(BaseModel):
 
     def compile(self, checkpointer: Any = None, store: Any = None) -> CompiledStateGraph:
         """This agent as a LangGraph `CompiledStateGraph` (SPEC §4)."""
-        from supervisor_graph.compiler.build import compile_agent
-
         return compile_agent(self, checkpointer=checkpointer, store=store)
 
     @property
@@ -315,21 +320,15 @@ class Agent(BaseModel):
 
     async def generate(self, prompt: Any, **options: Any) -> GenerateResult:
         """Run to the end and return the result (options of SPEC §5)."""
-        from supervisor_graph.run.facade import generate
-
         return await generate(self, prompt, **options)
 
     async def stream(self, prompt: Any, **options: Any) -> AgentStream:
         """Start a run and stream it: `text_stream`, `full_stream`, `await result()`."""
-        from supervisor_graph.run.facade import stream
-
         return await stream(self, prompt, **options)
 
     # -- answering a paused run ------------------------------------------------
 
     async def _answer(self, kind: str, value: Any, streaming: bool, target: dict[str, Any]) -> Any:
-        from supervisor_graph.run.resume import resume
-
         key = target.pop("interrupt_id", None) or target.pop("tool_call_id", None)
         target.pop("tool_call_id", None)
         answers = {key: value} if key else None
@@ -390,84 +389,42 @@ class Agent(BaseModel):
     ) -> GenerateResult:
         """Answer several pending items at once: `{interrupt or tool call id: answer}`
         (`{"approved": bool}` for approvals, the resume data for suspended tools)."""
-        from supervisor_graph.run.resume import resume
-
         return await resume(self, answers, run_id=run_id, memory=memory, **options)  # type: ignore[return-value]
 
     async def stream_until_idle(self, prompt: Any, **options: Any) -> AgentStream:
         """`stream`, kept open until every background task the run starts has ended and
         the supervisor has answered each outcome (SPEC §12)."""
-        from supervisor_graph.run.idle import stream_until_idle
-
         return await stream_until_idle(self, prompt, **options)
 
     async def generate_until_idle(self, prompt: Any, **options: Any) -> GenerateResult:
         """`generate`, returning once every background task of the run has been answered."""
-        from supervisor_graph.run.idle import generate_until_idle
-
         return await generate_until_idle(self, prompt, **options)
 
     async def recover_background_tasks(self, *, memory: Any, **options: Any) -> GenerateResult | None:
         """Re-run (or fail) the thread's background tasks whose process died, and have the
         supervisor answer every outcome the thread has not been told of (None: nothing to
         report). The next call on the thread does the same on its own."""
-        from supervisor_graph.run.idle import recover_background_tasks
-
         return await recover_background_tasks(self, memory=memory, **options)
 
     def generate_sync(self, prompt: Any, **options: Any) -> GenerateResult:
         """`generate` for scripts and notebooks."""
-        from supervisor_graph.run.facade import run_sync
-
         return run_sync(self.generate(prompt, **options))
 
     def approve_tool_call_sync(self, **kwargs: Any) -> GenerateResult:
         """`approve_tool_call` for scripts and notebooks."""
-        from supervisor_graph.run.facade import run_sync
-
         return run_sync(self.approve_tool_call(**kwargs))
 
     def decline_tool_call_sync(self, **kwargs: Any) -> GenerateResult:
         """`decline_tool_call` for scripts and notebooks."""
-        from supervisor_graph.run.facade import run_sync
-
         return run_sync(self.decline_tool_call(**kwargs))
 
     def resume_generate_sync(self, resume_data: Any, **kwargs: Any) -> GenerateResult:
         """`resume_generate` for scripts and notebooks."""
-        from supervisor_graph.run.facade import run_sync
-
         return run_sync(self.resume_generate(resume_data, **kwargs))
 
     def stream_sync(self, prompt: Any, **options: Any) -> Any:
         """`stream` for scripts and notebooks: an iterator of full-stream chunks."""
-        from supervisor_graph.run.facade import stream_sync
-
         return stream_sync(self, prompt, **options)
-
-
-# Provider errors that say "try again" (OpenAI-compatible clients and others name them so).
-_TRANSIENT = frozenset(
-    {"RateLimitError", "APIConnectionError", "APITimeoutError", "InternalServerError", "ServiceUnavailableError",
-     "OverloadedError"}
-)
-
-
-def _retry_on(exc: Exception) -> bool:
-    """Only transient failures: lost connections, timeouts, rate limits, 5xx. Anything
-    else (a bad request, a guardrail, this library's own errors) fails at once."""
-    if isinstance(exc, SupervisorGraphError):
-        return False
-    if isinstance(exc, ConnectionError | TimeoutError) or type(exc).__name__ in _TRANSIENT:
-        return True
-    response = getattr(exc, "response", None)
-    status = getattr(response, "status_code", None)
-    return isinstance(status, int) and 500 <= status < 600
-
-
-def model_retry_policy() -> RetryPolicy:
-    """Default retries of a model call: 3 attempts, 0.5 s then 1 s apart (with jitter)."""
-    return RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=_retry_on)
 
 
 _VARIANTS = 32
@@ -488,25 +445,3 @@ def agents_from(factory: Callable[..., Any], request_context: RequestContext, ag
             f"got {type(chosen).__name__}"
         )
     return chosen
-
-
-def _tool_from_callable(key: str | None, item: Any) -> BaseTool:
-    if not callable(item):
-        raise ValueError(f"tool {key or item!r} must be a LangChain tool, a create_tool(...) result or a function")
-    try:
-        return as_langchain_tool(item) if key is None else as_langchain_tool(key, item)  # type: ignore[call-overload,no-any-return]
-    except (ValueError, ValidationError, TypeError) as exc:
-        raise ValueError(f"tool {key or getattr(item, '__name__', item)!r} could not become a tool: {exc}") from exc
-
-
-def check_cycles(agent: Agent) -> None:
-    """Raise ValueError naming the path if an agent is (transitively) its own subagent."""
-
-    def walk(node: Agent, path: tuple[str, ...], ids: tuple[int, ...]) -> None:
-        for key, sub in node.agents.items():
-            if id(sub) in ids or sub.id in path:
-                raise ValueError(f"agents: cycle {' -> '.join((*path, sub.id))} (via key {key!r})")
-            if isinstance(sub, Agent):  # a remote agent's team is its server's business
-                walk(sub, (*path, sub.id), (*ids, id(sub)))
-
-    walk(agent, (agent.id,), (id(agent),))

@@ -14,16 +14,21 @@ only when it has that hook, so unused hooks cost no super-step.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from supervisor_graph.agent import Agent, check_cycles
+from supervisor_graph.background.server import server_host
 from supervisor_graph.compiler.dynamic import SLOT, DynamicNodes
+from supervisor_graph.compiler.sync_nodes import with_sync_twin
+from supervisor_graph.declaration.agent_rules import check_cycles
 from supervisor_graph.declaration.models import check_credentials, model_strings, resolve_model_string
+from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.declaration.tools import is_client_tool
+from supervisor_graph.memory.versions import resolver_for
 from supervisor_graph.nodes.background import input_schema, state_schema
 from supervisor_graph.nodes.delegation import make_complete_node, make_start_node
 from supervisor_graph.nodes.errors import unwrapping_retry_on
@@ -43,11 +48,9 @@ from supervisor_graph.nodes.subagent import make_subagent_node
 from supervisor_graph.nodes.supervisor import make_supervisor_node
 from supervisor_graph.nodes.task_complete import make_task_complete_node
 from supervisor_graph.nodes.tools import make_tools_node
-from supervisor_graph.declaration.remote import RemoteAgent
-from supervisor_graph.background.server import server_host
-from supervisor_graph.compiler.sync_nodes import with_sync_twin
-from supervisor_graph.declaration.tools import is_client_tool
-from supervisor_graph.memory.versions import resolver_for
+
+if TYPE_CHECKING:
+    from supervisor_graph.agent import Agent
 
 __all__ = ["add_nodes", "build_spec", "compile_agent", "delegation_tool_schema", "new_builder", "node_table"]
 

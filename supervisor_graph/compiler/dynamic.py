@@ -15,16 +15,18 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
-from supervisor_graph.agent import Agent
 from supervisor_graph.nodes.routing import complete_node, start_node
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
+
+if TYPE_CHECKING:
+    from supervisor_graph.agent import Agent
 
 __all__ = ["SLOT", "DynamicNodes"]
 

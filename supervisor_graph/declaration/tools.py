@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import tool as as_langchain_tool
 from pydantic import BaseModel, ValidationError
 
 from supervisor_graph.nodes.background import BackgroundTaskConfig
@@ -99,3 +100,12 @@ def requires_approval(tool: BaseTool) -> bool:
 
 def is_client_tool(tool: BaseTool) -> bool:
     return bool((tool.metadata or {}).get("client_tool"))
+
+
+def tool_from_callable(key: str | None, item: Any) -> BaseTool:
+    if not callable(item):
+        raise ValueError(f"tool {key or item!r} must be a LangChain tool, a create_tool(...) result or a function")
+    try:
+        return as_langchain_tool(item) if key is None else as_langchain_tool(key, item)  # type: ignore[call-overload,no-any-return]
+    except (ValueError, ValidationError, TypeError) as exc:
+        raise ValueError(f"tool {key or getattr(item, '__name__', item)!r} could not become a tool: {exc}") from exc

@@ -1,0 +1,53 @@
+"""Rules a tree of agents follows, shared by the declaration and the compiler: no agent is
+its own subagent, and which model-call failures are retried."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langgraph.types import RetryPolicy
+
+from supervisor_graph.declaration.errors import SupervisorGraphError
+from supervisor_graph.declaration.remote import RemoteAgent
+
+if TYPE_CHECKING:
+    from supervisor_graph.agent import Agent
+
+__all__ = ["check_cycles", "model_retry_policy"]
+
+
+# Provider errors that say "try again" (OpenAI-compatible clients and others name them so).
+_TRANSIENT = frozenset(
+    {"RateLimitError", "APIConnectionError", "APITimeoutError", "InternalServerError", "ServiceUnavailableError",
+     "OverloadedError"}
+)
+
+
+def _retry_on(exc: Exception) -> bool:
+    """Only transient failures: lost connections, timeouts, rate limits, 5xx. Anything
+    else (a bad request, a guardrail, this library's own errors) fails at once."""
+    if isinstance(exc, SupervisorGraphError):
+        return False
+    if isinstance(exc, ConnectionError | TimeoutError) or type(exc).__name__ in _TRANSIENT:
+        return True
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return isinstance(status, int) and 500 <= status < 600
+
+
+def model_retry_policy() -> RetryPolicy:
+    """Default retries of a model call: 3 attempts, 0.5 s then 1 s apart (with jitter)."""
+    return RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=_retry_on)
+
+
+def check_cycles(agent: Agent) -> None:
+    """Raise ValueError naming the path if an agent is (transitively) its own subagent."""
+
+    def walk(node: Any, path: tuple[str, ...], ids: tuple[int, ...]) -> None:
+        for key, sub in node.agents.items():
+            if id(sub) in ids or sub.id in path:
+                raise ValueError(f"agents: cycle {' -> '.join((*path, sub.id))} (via key {key!r})")
+            if not isinstance(sub, RemoteAgent):  # a remote agent's team is its server's business
+                walk(sub, (*path, sub.id), (*ids, id(sub)))
+
+    walk(agent, (agent.id,), (id(agent),))
