@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, Protocol
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel, ConfigDict, Field
 
+from supervisor_graph.nodes.delegation_result import DelegationRecord, failure_text
 from supervisor_graph.nodes.state import SupervisorInput, SupervisorState
 from supervisor_graph.nodes.working_memory import WorkingMemoryInput, WorkingMemoryState
 
@@ -175,12 +176,10 @@ class BackgroundLauncher(Protocol):
     def launch(self, launch: BackgroundLaunch) -> None: ...
 
 
-def outcome_text(status: str, delegation: Any, timeout_ms: int | None) -> str:
-    """What a notice says of a task that ended with `status` (a `DelegationRecord`):
-    `on_delegation_complete`'s `result_text` when it gave one, the answer, or a generic
-    reason (never the provider's error text)."""
-    from supervisor_graph.nodes.delegation import failure_text  # delegation -> spec -> this module
-
+def outcome_text(status: str, delegation: DelegationRecord, timeout_ms: int | None) -> str:
+    """What a notice says of a task that ended with `status`: `on_delegation_complete`'s
+    `result_text` when it gave one, the answer, or a generic reason (never the provider's
+    error text)."""
     if delegation.result_text is not None:
         return str(delegation.result_text)  # on_delegation_complete's result_text replaces the answer
     if status == "completed":

@@ -1,23 +1,35 @@
-"""Request context and cancellation handles shared by every node of a run."""
+"""Request context and cancellation handles shared by every node of a run, with the
+run-level keys a request context carries and the check its values face on a durable run."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
 __all__ = [
     "DELEGATION_HOOK_ERRORS",
+    "RESOURCE_ID_KEY",
+    "RUN_IDENTITY_KEYS",
+    "RUN_ID_KEY",
+    "THREAD_ID_KEY",
     "AbortController",
     "AbortSignal",
     "RequestContext",
+    "check_json",
     "current_request_context",
     "using_request_context",
 ]
 
 # The request-context key of the run's list of delegation hook failures (SPEC §6.4).
 DELEGATION_HOOK_ERRORS = "__supervisor_graph_delegation_hook_errors"
+# Run-level identity keys in a request context; never copied to a delegation's context.
+RUN_ID_KEY = "__supervisor_graph_run_id"
+THREAD_ID_KEY = "__supervisor_graph_thread_id"
+RESOURCE_ID_KEY = "__supervisor_graph_resource_id"
+RUN_IDENTITY_KEYS = frozenset({RUN_ID_KEY, THREAD_ID_KEY, RESOURCE_ID_KEY, DELEGATION_HOOK_ERRORS})
 
 
 class RequestContext:
@@ -79,6 +91,19 @@ class RequestContext:
 
     def __repr__(self) -> str:
         return f"RequestContext({self._data!r})"
+
+
+def check_json(values: dict[str, Any], where: str) -> None:
+    """Request-context values must survive a durable checkpointer: JSON or a clear error."""
+    for key, value in values.items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"{where}: request context entry {key!r} holds a {type(value).__name__}, which is not "
+                "JSON-serialisable; with a durable checkpointer (sqlite, Postgres) request-context "
+                "values must be JSON values"
+            ) from None
 
 
 class AbortSignal:

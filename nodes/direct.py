@@ -47,14 +47,9 @@ from langgraph.types import Command, RetryPolicy, Send
 
 from supervisor_graph.checkpointers.compat import checkpointer_of, has_checkpointer, is_resuming
 from supervisor_graph.checkpointers.first_write import first_write_config
-from supervisor_graph.nodes.context import using_request_context
-from supervisor_graph.nodes.delegation import (
-    RUN_IDENTITY_KEYS,
-    DelegationRecord,
-    check_json,
-    record_answer,
-    record_transcript,
-)
+from supervisor_graph.nodes.context import RUN_IDENTITY_KEYS, check_json, using_request_context
+from supervisor_graph.nodes.delegation_result import DelegationRecord
+from supervisor_graph.nodes.delegation_transcript import record_answer, record_transcript
 from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field
 
-from supervisor_graph.nodes.delegation import validate_hook_result
+from supervisor_graph.nodes.delegation_hooks import validate_hook_result
 from supervisor_graph.nodes.options import RunContext
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, after_answer, dispatch, last_turn
 from supervisor_graph.nodes.scope import run_scope

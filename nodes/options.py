@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from supervisor_graph.checkpointers.naming import NS_JOIN
 from supervisor_graph.nodes.context import AbortSignal, RequestContext
+from supervisor_graph.nodes.scoring import TaskCompleteOptions
 from supervisor_graph.nodes.versions import AgentOverride, VersionSelection
 
 __all__ = [
@@ -74,7 +75,7 @@ class RunOptions(BaseModel):
     max_steps: int = Field(default=5, ge=1, strict=True)
     delegation: DelegationOptions = Field(default_factory=DelegationOptions)
     on_iteration_complete: Callable[..., Any] | None = None
-    is_task_complete: Any = None  # nodes.task_complete.TaskCompleteOptions
+    is_task_complete: Any = None  # a TaskCompleteOptions once validated (`_task_complete`)
     request_context: RequestContext | None = None
     abort_signal: AbortSignal | asyncio.Event | None = None
     memory: MemoryOptions | None = None
@@ -97,8 +98,6 @@ class RunOptions(BaseModel):
     def _task_complete(cls, value: Any) -> Any:
         if value is None:
             return None
-        from supervisor_graph.nodes.task_complete import TaskCompleteOptions
-
         return TaskCompleteOptions.model_validate(value) if not isinstance(value, TaskCompleteOptions) else value
 
     @field_validator("memory", mode="before")

@@ -24,13 +24,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from supervisor_graph.checkpointers.compat import read_channel
-from supervisor_graph.nodes.delegation import (
-    RUN_IDENTITY_KEYS,
-    DelegationRecord,
-    apply_message_filter,
-    finish_delegation,
-    model_view,
-)
+from supervisor_graph.nodes.context import RUN_IDENTITY_KEYS
+from supervisor_graph.nodes.delegation_complete import finish_delegation
+from supervisor_graph.nodes.delegation_result import DelegationRecord
+from supervisor_graph.nodes.delegation_view import apply_message_filter, model_view
 from supervisor_graph.nodes.errors import log_failure
 from supervisor_graph.nodes.events import EVENT_KEY, Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle

@@ -26,20 +26,18 @@ from langgraph.types import Command
 from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
 from supervisor_graph.nodes.background import BackgroundLaunch, outcome_text, started_text, task_id_of
-from supervisor_graph.nodes.context import RequestContext
-from supervisor_graph.nodes.delegation import (
+from supervisor_graph.nodes.context import (
     RESOURCE_ID_KEY,
     RUN_ID_KEY,
     RUN_IDENTITY_KEYS,
     THREAD_ID_KEY,
-    DelegationRecord,
-    HookFailed,
-    apply_message_filter,
-    finish_delegation,
-    model_view,
-    record_answer,
-    record_transcript,
+    RequestContext,
 )
+from supervisor_graph.nodes.delegation_complete import finish_delegation
+from supervisor_graph.nodes.delegation_hooks import HookFailed
+from supervisor_graph.nodes.delegation_result import DelegationRecord
+from supervisor_graph.nodes.delegation_transcript import record_answer, record_transcript
+from supervisor_graph.nodes.delegation_view import apply_message_filter, model_view
 from supervisor_graph.nodes.direct import RESUME_NS_KEY, can_run_directly, run_directly
 from supervisor_graph.nodes.errors import log_failure, original_error
 from supervisor_graph.nodes.events import Emitter

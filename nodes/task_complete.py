@@ -9,25 +9,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from pydantic import BaseModel, ConfigDict, Field
 
-from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunContext
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
 from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.scoring import (
+    RunView,
+    Score,
+    Scorer,
+    ScoringContext,
+    TaskCompleteOptions,
+    TaskCompleteResult,
+)
 from supervisor_graph.nodes.spec import AgentSpec, maybe_await
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, run_start
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.working_memory import without_updates
 
+# The scorer contracts live in `nodes.scoring`, where `RunOptions` can reach them without
+# this node's imports; callers keep importing them from the gate.
 __all__ = [
     "RunView",
     "Score",
@@ -39,69 +46,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("supervisor_graph")
-
-
-class RunView(BaseModel):
-    """The run a scorer judges: `input` (the user's request) and `output` (the answer)."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    input: str
-    output: str
-    messages: list[BaseMessage] = Field(default_factory=list)
-
-
-class ScoringContext(BaseModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    run: RunView
-    iteration: int
-    request_context: RequestContext
-
-
-class Score(BaseModel):
-    """One scorer's verdict: `score` in [0, 1] and why."""
-
-    scorer_id: str
-    name: str
-    score: float = Field(ge=0.0, le=1.0)
-    reason: str | None = None
-    passed: bool = False
-
-
-@runtime_checkable
-class Scorer(Protocol):
-    id: str
-    name: str
-
-    async def score(self, context: ScoringContext) -> Score: ...
-
-
-class TaskCompleteResult(BaseModel):
-    """What `on_complete` receives."""
-
-    complete: bool
-    scores: list[Score]
-    feedback: list[str]
-
-
-class TaskCompleteOptions(BaseModel):
-    """`is_task_complete={...}`."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
-
-    scorers: list[Any] = Field(min_length=1)
-    strategy: Literal["all", "any"] = "all"
-    threshold: float = Field(default=1.0, ge=0.0, le=1.0, strict=True)  # strict: no booleans
-    on_complete: Callable[..., Any] | None = None
-
-    def model_post_init(self, _context: Any) -> None:
-        for scorer in self.scorers:
-            if not isinstance(scorer, Scorer):
-                raise ValueError(
-                    f"is_task_complete.scorers: {scorer!r} is not a scorer; build one with "
-                    "create_scorer(...).generate_score(fn) or create_rubric_scorer(...)"
-                )
 
 
 async def _safe_score(scorer: Any, context: ScoringContext) -> Score:

@@ -77,7 +77,7 @@ async def test_request_context_copy_per_delegation_never_reaches_the_parent(stor
     @tool
     def read_audience() -> str:
         """Read the audience and change the context."""
-        from supervisor_graph.tools import current_request_context
+        from supervisor_graph import current_request_context
 
         ctx = current_request_context()
         ctx.set("written_by_subagent", True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from supervisor_graph.nodes.delegation import _view, model_view
+from supervisor_graph.nodes.delegation_view import _view, model_view
 from supervisor_graph.nodes.prefix_cache import PrefixCache
 from supervisor_graph.nodes.state import _add_message_batches
 from supervisor_graph.nodes.supervisor import _in_call_order, model_input

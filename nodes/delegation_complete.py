@@ -1,0 +1,176 @@
+"""The end of a delegation (SPEC §6.5-6.7): the `<key>.complete` node that runs
+`on_delegation_complete`, the same hook for a delegation that finished elsewhere (a
+background task), and the tool result the supervisor model sees.
+
+A subagent node hands its finished delegation to `finish_delegation`, which goes
+through `<key>.complete` only when the run has that hook, so an unset hook costs no
+super-step.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Send
+
+from supervisor_graph.nodes.delegation_hooks import (
+    DelegationCompleteContext,
+    DelegationCompleteResult,
+    HookFailed,
+    record_hook_error,
+    run_hook,
+)
+from supervisor_graph.nodes.delegation_result import DelegationRecord, failure_text
+from supervisor_graph.nodes.events import Emitter
+from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.references import assign_ref, ref_line
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, complete_node
+from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.spec import AgentSpec
+
+__all__ = ["complete_hook", "finish_delegation", "make_complete_node", "result_message"]
+
+
+def result_message(
+    opts: RunOptions, handle: RunHandle, record: DelegationRecord, call: dict[str, Any], artifact: dict[str, Any]
+) -> ToolMessage:
+    """The tool result the supervisor model sees for a finished delegation."""
+    replaced = record.result_text is not None
+    if not record.success:
+        return ToolMessage(
+            content=record.result_text if replaced else failure_text(record.agent_id),  # type: ignore[arg-type]
+            tool_call_id=record.tool_call_id,
+            name=call["name"],
+            artifact=artifact,
+            status="error",
+        )
+    content = record.result_text if replaced else record.text
+    assert content is not None
+    if opts.delegation.enable_result_references and content:
+        record.ref_id = assign_ref(handle, record.agent_id, content)
+        artifact["ref_id"] = record.ref_id
+    if opts.delegation.include_sub_agent_tool_results_in_model_context:
+        content = json.dumps({**record.outcome(), "agent_id": record.agent_id}, default=str)
+    if record.sub_agent_pending_tool_calls:
+        never_ran = ", ".join(
+            f"{c['tool_name']}({json.dumps(c['args'], default=str)})" for c in record.sub_agent_pending_tool_calls
+        )
+        content += (
+            f"\n\n[{record.agent_id} stopped at tools only the caller can run; these never ran: {never_ran}]"
+        )
+    if record.ref_id:
+        content += ref_line(record.ref_id)
+    return ToolMessage(content=content, tool_call_id=record.tool_call_id, name=call["name"], artifact=artifact)
+
+
+async def complete_hook(
+    opts: RunOptions, handle: RunHandle, record: DelegationRecord, sub_id: str
+) -> tuple[DelegationCompleteResult | None, bool]:
+    """Run `on_delegation_complete` on a finished delegation (None: the run has no such
+    hook), and whether it bailed. Its `result_text` lands in `record.result_text`; with
+    `hook_error_strategy="throw"` a failing hook turns a success into a failure."""
+    hook = opts.delegation.on_delegation_complete
+    if hook is None:
+        return None, False
+    tool_call_id = record.tool_call_id
+    ctx = DelegationCompleteContext(
+        primitive_id=sub_id,
+        result=record.to_result(),
+        success=record.success,
+        error=record.error,
+        messages=list(record.messages),
+        tool_call_id=tool_call_id,
+        run_id=handle.run_id,
+    )
+    throw = opts.delegation.hook_error_strategy == "throw"
+    try:
+        outcome: DelegationCompleteResult = await run_hook(hook, ctx, DelegationCompleteResult, "on_delegation_complete")
+    except HookFailed as failure:
+        record_hook_error(handle, failure, sub_id, tool_call_id, warn=not throw)
+        outcome = DelegationCompleteResult()
+        if throw and record.success:
+            # the delegation becomes a failure; a failed one keeps its own error
+            record.success, record.error, record.text = False, failure.cause, ""
+    if outcome.result_text is not None:
+        record.result_text = outcome.result_text
+    return outcome, ctx.bailed
+
+
+def finish_delegation(
+    opts: RunOptions,
+    handle: RunHandle,
+    record: DelegationRecord,
+    call: dict[str, Any],
+    key: str,
+    artifact: dict[str, Any],
+    emit: Emitter,
+    namespace: str,
+) -> Command[Any]:
+    """What a subagent node returns once its subagent (local or remote) has run: on to
+    `<key>.complete` when the run has that hook, else the tool result for the supervisor
+    (a caller's cancel inside the delegation stops the parent too)."""
+    if emit.active:
+        emit("delegation-complete", {**record.summary(), "namespace": namespace})
+    if opts.delegation.on_delegation_complete is not None:
+        payload = {"call": call, "artifact": artifact, "text": record.text, "prompt": record.prompt}
+        return Command(goto=Send(complete_node(key), payload))
+    message = result_message(opts, handle, record, call, artifact)
+    if emit.active:
+        emit(
+            "tool-result" if record.success else "tool-error",
+            {"tool_name": call["name"], "result": message.content, **record.summary()},
+        )
+    update: dict[str, Any] = {"messages": [message]}
+    if artifact.get("cancelled"):
+        update["bail"] = True
+    return Command(update=update, goto=SUPERVISOR_NODE)
+
+
+def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
+    async def delegation_complete(payload: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
+        opts, handle = run_scope(parent, config, runtime)
+        call = payload["call"]
+        artifact: dict[str, Any] = dict(payload["artifact"])
+        tool_call_id = call["id"] or ""
+        record: DelegationRecord | None = handle.delegations.get(tool_call_id)
+        if record is None:  # resumed in a new process: rebuild what the checkpoint has
+            record = DelegationRecord(
+                tool_call_id=tool_call_id,
+                key=key,
+                agent_id=sub_id,
+                prompt=payload.get("prompt", ""),
+                success=artifact.get("success", True),
+                text=payload.get("text", ""),
+                usage=artifact.get("usage") or {},
+                finish_reason=artifact.get("finish_reason", "stop"),
+                sub_agent_thread_id=artifact.get("sub_agent_thread_id"),
+                sub_agent_resource_id=artifact.get("sub_agent_resource_id"),
+            )
+            handle.delegations[tool_call_id] = record
+        update: dict[str, Any] = {}
+        outcome, bailed = await complete_hook(opts, handle, record, sub_id)
+        if outcome is not None:
+            if not record.success:
+                artifact["success"] = False
+            if outcome.feedback:
+                update["feedback"] = [outcome.feedback]
+            if bailed:
+                update["bail"] = True
+        message = result_message(opts, handle, record, call, artifact)
+        emit = Emitter(runtime, handle)
+        if emit.active:
+            emit(
+                "tool-result" if record.success else "tool-error",
+                {"tool_name": call["name"], "result": message.content, **record.summary()},
+            )
+        update["messages"] = [message]
+        if artifact.get("cancelled"):  # the caller cancelled a suspended call in the subagent
+            update["bail"] = True
+        return Command(update=update, goto=SUPERVISOR_NODE)
+
+    delegation_complete.__name__ = f"{key}_complete"
+    return delegation_complete

@@ -1,0 +1,105 @@
+"""One delegation's outcome (SPEC §6.5): the `DelegationRecord` a run builds in memory
+while the delegation runs, the `DelegationResult` hooks and callers read, and what the
+supervisor model sees of a failure.
+
+It stays clear of the node machinery (it needs only the state's `Usage`) because
+`nodes.background`, which `AgentSpec` imports, words a failed task's notice with
+`failure_text`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, ConfigDict, Field
+
+from supervisor_graph.nodes.state import Usage
+
+__all__ = ["DelegationRecord", "DelegationResult", "failure_text"]
+
+
+class DelegationResult(BaseModel):
+    """One delegation's outcome, read by attribute: `ctx.result` in
+    `on_delegation_complete` and each item of `GenerateResult.delegations` (SPEC §6.5).
+
+    On a failed delegation `success` is false, `text` is the partial text (or `""`) and
+    `error` names the exception's type (the exception itself is `ctx.error`).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    tool_call_id: str = ""
+    agent_key: str = ""
+    agent_id: str = ""
+    prompt: str = ""
+    success: bool = True
+    text: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: str = "stop"
+    sub_agent_tool_results: list[dict[str, Any]] = Field(default_factory=list)
+    sub_agent_pending_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    sub_agent_thread_id: str | None = None
+    sub_agent_resource_id: str | None = None
+    ref_id: str | None = None
+    """`<subagent id>-<n>` when result references are on and the result got one."""
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class DelegationRecord:
+    """One delegation's outcome as it is being built, kept in the run's memory for
+    hooks, streams and `GenerateResult.delegations` (never checkpointed in the parent's
+    thread)."""
+
+    tool_call_id: str
+    key: str
+    agent_id: str
+    prompt: str
+    success: bool = True
+    text: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+    finish_reason: str = "stop"
+    sub_agent_tool_results: list[dict[str, Any]] = field(default_factory=list)
+    sub_agent_pending_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    sub_agent_thread_id: str | None = None
+    sub_agent_resource_id: str | None = None
+    error: BaseException | None = None
+    messages: list[BaseMessage] = field(default_factory=list)
+    ref_id: str | None = None
+    # what `on_delegation_complete` put in place of the text (may be "")
+    result_text: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """The outcome as plain JSON values (stream payloads, tool-result context)."""
+        return {
+            "tool_call_id": self.tool_call_id,
+            "agent_key": self.key,
+            "agent_id": self.agent_id,
+            "prompt": self.prompt,
+            "success": self.success,
+            "ref_id": self.ref_id,
+            "error": type(self.error).__name__ if self.error is not None else None,
+            **self.outcome(),
+        }
+
+    def outcome(self) -> dict[str, Any]:
+        """What the subagent produced (what `include_sub_agent_tool_results_in_model_context` shows)."""
+        return {
+            "text": self.text,
+            "usage": self.usage,
+            "finish_reason": self.finish_reason,
+            "sub_agent_tool_results": self.sub_agent_tool_results,
+            "sub_agent_pending_tool_calls": self.sub_agent_pending_tool_calls,
+            "sub_agent_thread_id": self.sub_agent_thread_id,
+            "sub_agent_resource_id": self.sub_agent_resource_id,
+        }
+
+    def to_result(self) -> DelegationResult:
+        return DelegationResult.model_validate(self.summary())
+
+
+def failure_text(agent_id: str) -> str:
+    """What the supervisor model sees of a failed delegation: never the raw error."""
+    return f"[Delegation Failed] {agent_id} could not complete this task. Try another approach or explain the failure."

@@ -1,0 +1,85 @@
+"""The `<key>.start` node (SPEC §6.2-6.3): runs `on_delegation_start` on a delegation edge,
+which may reject the delegation, rewrite its prompt and step budget, or hand the
+subagent request-context entries and thread metadata.
+
+The supervisor routes through it only when the run has that hook, so an unset hook
+costs no super-step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Send
+
+from supervisor_graph.checkpointers.compat import read_channel
+from supervisor_graph.nodes.context import RUN_IDENTITY_KEYS, check_json
+from supervisor_graph.nodes.delegation_hooks import (
+    DelegationStartContext,
+    DelegationStartResult,
+    HookFailed,
+    record_hook_error,
+    run_hook,
+)
+from supervisor_graph.nodes.delegation_result import failure_text
+from supervisor_graph.nodes.options import RunContext
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, DelegationTask
+from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.supervisor import free_updates, iteration_of_run
+
+__all__ = ["DEFAULT_REJECTION", "make_start_node"]
+
+DEFAULT_REJECTION = "The supervisor's delegation policy declined this delegation."
+
+
+def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
+    async def delegation_start(task: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
+        opts, handle = run_scope(parent, config, runtime)
+        hook = opts.delegation.on_delegation_start
+        call = task["call"]
+        if hook is None:  # options changed between the turn and this node: pass through
+            return Command(goto=Send(key, task))
+        tool_call_id = call["id"] or ""
+        messages = read_channel(config, "messages") or []
+        child = handle.request_context.fork(RUN_IDENTITY_KEYS)
+        ctx = DelegationStartContext(
+            primitive_id=sub_id,
+            prompt=task["prompt"],
+            iteration=iteration_of_run(messages, free_updates(parent, opts)),
+            request_context=child,
+            tool_call_id=tool_call_id,
+            run_id=handle.run_id,
+        )
+        throw = opts.delegation.hook_error_strategy == "throw"
+        try:
+            decision: DelegationStartResult = await run_hook(hook, ctx, DelegationStartResult, "on_delegation_start")
+        except HookFailed as failure:
+            record_hook_error(handle, failure, sub_id, tool_call_id, warn=not throw)
+            if throw:
+                failed = ToolMessage(
+                    content=failure_text(sub_id), tool_call_id=tool_call_id, name=call["name"], status="error"
+                )
+                return Command(update={"messages": [failed]}, goto=SUPERVISOR_NODE)
+            decision = DelegationStartResult()
+        if not decision.proceed:
+            reason = decision.rejection_reason or DEFAULT_REJECTION
+            rejected = ToolMessage(content=f"[Delegation Rejected] {reason}", tool_call_id=tool_call_id, name=call["name"])
+            return Command(update={"messages": [rejected]}, goto=SUPERVISOR_NODE)
+        values = child.to_dict()
+        if handle.durable:
+            check_json(values, f"on_delegation_start for {sub_id!r}")
+        forward: DelegationTask = {
+            **task,
+            "prompt": decision.modified_prompt if decision.modified_prompt is not None else task["prompt"],
+            "max_steps": decision.modified_max_steps or task.get("max_steps"),
+            "request_context": values,
+            "thread_metadata": decision.thread_metadata,
+        }
+        return Command(goto=Send(key, forward))
+
+    delegation_start.__name__ = f"{key}_start"
+    return delegation_start
