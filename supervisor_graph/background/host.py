@@ -16,16 +16,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.types import Command
-from pydantic import BaseModel
 
 from supervisor_graph.checkpointers.urls import Storage
 from supervisor_graph.declaration.errors import ThreadBusyError
+from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.memory.background_records import BACKGROUND_NAMESPACE
+from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.nodes.background import (
     FINAL_STATUSES,
     BackgroundLaunch,
@@ -43,32 +45,15 @@ from supervisor_graph.nodes.delegation import (
 )
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.subagent import sub_options
-from supervisor_graph.declaration.remote import RemoteAgent
-from supervisor_graph.memory.lease import ThreadLease
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
 
-__all__ = ["BACKGROUND_NAMESPACE", "BackgroundTask", "RunBackground", "background_thread_id", "runner"]
+__all__ = ["RunBackground", "background_thread_id", "runner"]
 
 log = logging.getLogger("supervisor_graph")
 
-BACKGROUND_NAMESPACE = ("supervisor_graph", "background_tasks")
 STOPPED_TEXT = "The process running it stopped before it finished, and it has no tries left."
-
-
-class BackgroundTask(BaseModel):
-    """One background task of a thread (`memory.list_background_tasks`)."""
-
-    task_id: str
-    agent_key: str
-    agent_id: str
-    tool_call_id: str
-    status: str
-    tries: int = 0
-    result_text: str | None = None
-    waiting: list[dict[str, Any]] = []
-    """Approvals (or suspended tools) a running task waits for."""
 
 
 def background_thread_id(parent_thread: str, task_id: str, attempt: int) -> str:
@@ -137,6 +122,9 @@ class RunBackground:
     storage: Storage
     thread_id: str
     resource_id: str | None
+    # runs the supervisor on the thread with the outcomes it has not been told of (the
+    # facade's `answer_outcomes`; raises ThreadBusyError while a run holds the thread)
+    answer: Callable[[Any, dict[str, Any]], Awaitable[Any]] | None = None
     launched: list[str] = field(default_factory=list)
 
     # -- the store record ---------------------------------------------------------
@@ -260,15 +248,14 @@ class RunBackground:
         task.add_done_callback(lambda _: runner.answering.discard(thread))
 
     async def _answer(self) -> None:
-        from supervisor_graph.run.prepare import _prepare
-        from supervisor_graph.run.facade import _generate
-
+        if self.answer is None:
+            return  # a host that only reads and resumes tasks (none of its runs answer)
         memory = {"thread": self.thread_id, "resource": self.resource_id}
         delay = 0.02
         deadline = asyncio.get_running_loop().time() + ANSWER_WAIT
         while not runner.watched.get(self.thread_id):
             try:
-                run = await _prepare(self.agent, None, {"memory": memory}, notices_only=True)
+                await self.answer(self.agent, memory)
             except ThreadBusyError:  # a run holds the thread: answer right after it
                 if asyncio.get_running_loop().time() > deadline:
                     log.warning("background outcomes of thread %r wait for its next run: it stayed busy", self.thread_id)
@@ -277,14 +264,6 @@ class RunBackground:
                 delay = min(delay * 2, 0.5)
                 continue
             except Exception as exc:  # noqa: BLE001 - the next call on the thread reports them instead
-                log.warning("background outcomes of thread %r not answered now: %s", self.thread_id, type(exc).__name__)
-                return
-            if not run.input["messages"]:
-                await run.release(ran=False)
-                return
-            try:
-                await _generate(run)
-            except Exception as exc:  # noqa: BLE001 - as above
                 log.warning("answering background outcomes of thread %r failed: %s", self.thread_id, type(exc).__name__)
             return
 
@@ -531,45 +510,3 @@ def _context_before(messages: Sequence[BaseMessage], tool_call_id: str) -> list[
         if isinstance(message, AIMessage) and any(call["id"] == tool_call_id for call in message.tool_calls):
             return list(messages[: i + 1])
     return list(messages)
-
-
-# -- what callers see ------------------------------------------------------------------
-
-
-def pending_items(records: Sequence[dict[str, Any]], run_id: str) -> list[Any]:
-    """The approvals (and suspended tools) paused background tasks wait for."""
-    from supervisor_graph.run.results import PendingItem
-
-    items = []
-    for record in records:
-        for item in record.get("waiting") or ():
-            items.append(
-                PendingItem(
-                    kind=item["kind"],
-                    interrupt_id=item["interrupt_id"],
-                    tool_call_id=item.get("tool_call_id"),
-                    tool_name=item.get("tool_name"),
-                    args=item.get("args") or {},
-                    agent_path=tuple(item.get("agent_path") or ()),
-                    run_id=run_id,
-                    payload=item.get("payload"),
-                    resume_schema=item.get("resume_schema"),
-                    namespace=item.get("namespace") or "",
-                )
-            )
-    return items
-
-
-def task_view(told: dict[str, Any], record: dict[str, Any] | None) -> BackgroundTask:
-    """A task as the parent's state records it, with the store's progress when it is newer."""
-    merged = {**told, **(record or {})} if told.get("status") not in FINAL_STATUSES else {**(record or {}), **told}
-    return BackgroundTask(
-        task_id=merged["task_id"],
-        agent_key=merged.get("agent_key", ""),
-        agent_id=merged.get("agent_id", ""),
-        tool_call_id=merged.get("tool_call_id", ""),
-        status=merged.get("status", "running"),
-        tries=merged.get("tries", 0),
-        result_text=merged.get("result_text"),
-        waiting=merged.get("waiting") or [],
-    )

@@ -6,7 +6,7 @@ import asyncio
 import weakref
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -21,6 +21,9 @@ from supervisor_graph.checkpointers.naming import split_thread_id
 from supervisor_graph.checkpointers.sqlite import Synchronous
 from supervisor_graph.checkpointers.threads import ThreadRecord, list_threads, thread_metadata
 from supervisor_graph.checkpointers.urls import Storage, describe, is_shared_saver, open_storage
+from supervisor_graph.memory.background_records import BACKGROUND_NAMESPACE, BackgroundTask, task_view
+from supervisor_graph.memory.lease import ThreadLease
+from supervisor_graph.memory.versions import MAX_DEFINITION_BYTES, Versions
 from supervisor_graph.nodes.background import FullState
 from supervisor_graph.nodes.working_memory import (
     WORKING_MEMORY_NAMESPACE,
@@ -28,11 +31,7 @@ from supervisor_graph.nodes.working_memory import (
     apply_update,
     store_key,
 )
-from supervisor_graph.memory.lease import ThreadLease
-from supervisor_graph.memory.versions import MAX_DEFINITION_BYTES, Versions
-
-if TYPE_CHECKING:
-    from supervisor_graph.background.host import BackgroundTask
+from supervisor_graph.sync_loop import run_sync
 
 __all__ = ["Memory", "ThreadRecord"]
 
@@ -346,8 +345,6 @@ class Memory:
 
     async def list_background_tasks(self, thread_id: str) -> list[BackgroundTask]:
         """The background tasks a thread's runs started (SPEC §12), oldest first."""
-        from supervisor_graph.background.host import BACKGROUND_NAMESPACE, task_view
-
         reader, config = await self._thread_reader(thread_id)
         snapshot = await reader.aget_state(config)
         told: dict[str, Any] = snapshot.values.get("background_tasks") or {}
@@ -359,11 +356,7 @@ class Memory:
         return tasks
 
     def list_threads_sync(self, filter: dict[str, Any] | None = None) -> list[ThreadRecord]:
-        from supervisor_graph.run.facade import run_sync
-
         return run_sync(self.list_threads(filter))
 
     def get_messages_sync(self, thread_id: str) -> list[BaseMessage]:
-        from supervisor_graph.run.facade import run_sync
-
         return run_sync(self.get_messages(thread_id))

@@ -13,16 +13,16 @@ import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from supervisor_graph.background.host import RunBackground, pending_items, runner
-from supervisor_graph.run.chunks import Usage, make_chunk
+from supervisor_graph.background.host import RunBackground, runner
+from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.background import FINAL_STATUSES
-from supervisor_graph.run.prepare import _prepare, _Run
-from supervisor_graph.run.results import GenerateResult
+from supervisor_graph.run.call import Run, answer_outcomes
+from supervisor_graph.run.chunks import Usage, make_chunk
+from supervisor_graph.run.results import GenerateResult, background_pending
 from supervisor_graph.run.streaming import AgentStream
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
-    from supervisor_graph.memory.memory import Memory
 
 __all__ = ["IdleStream", "generate_until_idle", "recover_background_tasks", "stream_until_idle"]
 
@@ -36,7 +36,7 @@ class IdleStream(AgentStream):
     one `start`, every run's chunks, `background-task-completed` / `-failed` chunks, one
     `finish`. `result()` is the last run's result with every run's messages and usage."""
 
-    def __init__(self, run: _Run, options: dict[str, Any], host: Memory | None = None) -> None:
+    def __init__(self, run: Run, options: dict[str, Any], host: Memory | None = None) -> None:
         self._options = options
         self._host = host  # the in-process memory of a call without a thread
         super().__init__(run)
@@ -79,7 +79,7 @@ class IdleStream(AgentStream):
                     emit(make_chunk(kind, payload, run.run_id, (agent.id,)))
                     launched.discard(record["task_id"])
                 runner.deferred.discard(thread)  # the notices read next answer them
-                nxt = await _prepare(agent, None, self._options, notices_only=True, host=self._host)
+                nxt = await Run.start(agent, None, self._options, notices_only=True, host=self._host)
                 if not nxt.input["messages"]:
                     await nxt.release(ran=False)
                     settled = not launched
@@ -91,7 +91,7 @@ class IdleStream(AgentStream):
                 # tasks that paused after their run ended (the others' items were streamed)
                 known = {item.interrupt_id for item in final.suspended}
                 waiting = [r for r in await run.background.records() if r["task_id"] in launched and r.get("waiting")]
-                paused = [item for item in pending_items(waiting, final.run_id) if item.interrupt_id not in known]
+                paused = [item for item in background_pending(waiting, final.run_id) if item.interrupt_id not in known]
                 final.suspended.extend(paused)
             self._finish(final, announce=paused)
         except BaseException as exc:  # surfaced to readers as an error chunk and by result()
@@ -158,11 +158,10 @@ async def stream_until_idle(agent: Agent, prompt: Any, **options: Any) -> IdleSt
     on a thread of a memory of its own (as Mastra does)."""
     host = None
     if options.get("memory") is None and agent.has_background_subagents:
-        from supervisor_graph.memory.memory import Memory
 
         host = Memory(storage=":memory:")
         options = {**options, "memory": {"thread": f"until-idle-{uuid.uuid4().hex}"}}
-    return IdleStream(await _prepare(agent, prompt, options, host=host), options, host)
+    return IdleStream(await Run.start(agent, prompt, options, host=host), options, host)
 
 
 async def generate_until_idle(agent: Agent, prompt: Any, **options: Any) -> GenerateResult:
@@ -175,10 +174,4 @@ async def recover_background_tasks(agent: Agent, *, memory: Any, **options: Any)
     """Settle the thread's background tasks now: re-run those whose process died (tries
     left) or fail them, and have the supervisor answer every outcome it has not been told
     of. None when there was nothing to report."""
-    from supervisor_graph.run.facade import _generate
-
-    run = await _prepare(agent, None, {**options, "memory": memory}, notices_only=True)
-    if not run.input["messages"]:
-        await run.release(ran=False)
-        return None
-    return await _generate(run)
+    return await answer_outcomes(agent, memory, options)

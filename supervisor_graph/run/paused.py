@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PausedRun", "PausedRuns"]
+__all__ = ["PausedRun", "PausedRuns", "paused_runs"]
 
 
 @dataclass(slots=True)
@@ -63,3 +63,7 @@ class PausedRuns:
 
     def pop(self, run_id: str) -> PausedRun | None:
         return self._runs.pop(run_id, None)
+
+
+# run id -> paused run, for runs resumed by run id
+paused_runs = PausedRuns()

@@ -6,7 +6,7 @@ accepts the thread's next call."""
 from __future__ import annotations
 
 from collections.abc import Callable, Container
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -14,14 +14,21 @@ from langgraph.graph import END
 from langgraph.types import Interrupt
 
 from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE
+from supervisor_graph.checkpointers.leases import Lease
+from supervisor_graph.declaration.errors import PendingApprovalError
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
-from supervisor_graph.nodes.tools import ABORTED_TOOL_TEXT, INTERRUPTED_TOOL_TEXT, approval_consumed
+from supervisor_graph.nodes.tools import ABORTED_TOOL_TEXT, DECLINED_TEXT, INTERRUPTED_TOOL_TEXT, approval_consumed
+from supervisor_graph.run.results import client_tools, pending_items
+
+if TYPE_CHECKING:
+    from supervisor_graph.run.call import Run
 
 __all__ = [
     "ABORTED_TOOL_TEXT",
     "DROPPED_TOOL_TEXT",
     "INTERRUPTED_TOOL_TEXT",
     "close_unanswered",
+    "settle_thread",
     "waiting_interrupts",
 ]
 
@@ -86,3 +93,34 @@ async def waiting_interrupts(graph: Any, saver: Any, config: RunnableConfig) -> 
         )
         (consumed if started else waiting).append(item)
     return waiting, consumed
+
+
+async def settle_thread(run: Run, lease: Lease) -> None:
+    """Before new input runs on a thread: close what a crashed run left unanswered, and
+    refuse (or decline) approvals still waiting (SPEC §17, §19). The lease row says
+    whether either can be the case, so a thread with neither is not read here."""
+    if lease.repair:  # the previous run's process died mid-run
+        await close_unanswered(
+            run.graph, run.config, lambda call: INTERRUPTED_TOOL_TEXT, "error", keep=client_tools(run.agent)
+        )
+    if not (lease.waiting or lease.repair):
+        return
+    waiting, consumed = await waiting_interrupts(run.graph, run.saver, run.config)
+    if consumed and not waiting:  # approved calls cut short by a crash: they end as unknown
+        await close_unanswered(run.graph, run.config, lambda call: INTERRUPTED_TOOL_TEXT, "error")
+        return
+    if not waiting:
+        return
+    if run.options.pending == "decline":
+        declined = {item.value.get("tool_call_id") for item in waiting if isinstance(item.value, dict)}
+        await close_unanswered(
+            run.graph, run.config, lambda call: DECLINED_TEXT if call["id"] in declined else DROPPED_TOOL_TEXT, "stop"
+        )
+        return
+    items = pending_items(run, waiting)
+    names = ", ".join(f"{item.tool_name} ({item.kind}, interrupt {item.interrupt_id})" for item in items)
+    raise PendingApprovalError(
+        f"thread {run.thread_id!r} waits for answers before it takes a new message: {names}; answer them "
+        '(approve_tool_call / decline_tool_call / resume_generate) or pass pending="decline" to decline them',
+        items,
+    )

@@ -8,20 +8,20 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
-from supervisor_graph.run.chunks import Usage
+from supervisor_graph.declaration.tools import is_client_tool
 from supervisor_graph.nodes.delegation import (
     DelegationResult,
 )
 from supervisor_graph.nodes.routing import last_turn, unanswered
-from supervisor_graph.nodes.state import usage_of_run
+from supervisor_graph.nodes.state import run_start, usage_of_run
 from supervisor_graph.nodes.text import text_of
-from supervisor_graph.declaration.tools import is_client_tool
+from supervisor_graph.run.chunks import Usage
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
-    from supervisor_graph.run.prepare import _Run
+    from supervisor_graph.run.call import Run
 
-__all__ = ["GenerateResult", "PendingItem"]
+__all__ = ["GenerateResult", "PendingItem", "background_pending", "build_result", "client_tools", "pending_items"]
 
 
 class PendingItem(BaseModel):
@@ -66,19 +66,17 @@ class GenerateResult(BaseModel):
     memory, never in the parent's thread)."""
 
 
-def _new_messages(run: _Run, messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
+def _new_messages(run: Run, messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
     """This run's messages after its input, and the index its input starts at."""
     if run.first_input_id is not None:
         for i in range(len(messages) - 1, -1, -1):
             if messages[i].id == run.first_input_id:
                 return list(messages[i + run.input_count :]), i
-    from supervisor_graph.nodes.state import run_start
-
     start = run_start(messages)
     return list(messages[start + 1 :]), start
 
 
-def _pending(run: _Run, interrupts: Sequence[Any]) -> list[PendingItem]:
+def pending_items(run: Run, interrupts: Sequence[Any]) -> list[PendingItem]:
     items = []
     for item in interrupts:
         value = item.value if isinstance(item.value, dict) else {"payload": item.value}
@@ -99,14 +97,14 @@ def _pending(run: _Run, interrupts: Sequence[Any]) -> list[PendingItem]:
     return items
 
 
-def _client_tools(agent: Agent) -> set[str]:
+def client_tools(agent: Agent) -> set[str]:
     """Names of the agent's tools that the caller runs (no `execute`)."""
     return {name for name, tool in agent.tools.items() if is_client_tool(tool)}
 
 
-def _client_calls(run: _Run, messages: Sequence[BaseMessage]) -> list[PendingItem]:
+def _client_calls(run: Run, messages: Sequence[BaseMessage]) -> list[PendingItem]:
     """The top-level agent's client-tool calls its run ended on, for the caller to answer."""
-    client = _client_tools(run.agent)
+    client = client_tools(run.agent)
     return [
         PendingItem(
             kind="client_tool",
@@ -121,7 +119,7 @@ def _client_calls(run: _Run, messages: Sequence[BaseMessage]) -> list[PendingIte
     ]
 
 
-def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> GenerateResult:
+def build_result(run: Run, values: dict[str, Any] | None, aborted: bool) -> GenerateResult:
     values = values or {}
     messages = values.get("messages") or []
     new, start = _new_messages(run, messages)
@@ -141,8 +139,30 @@ def _result(run: _Run, values: dict[str, Any] | None, aborted: bool) -> Generate
         finish_reason=reason,
         run_id=run.run_id,
         thread_id=run.thread_id,
-        suspended=_pending(run, interrupts) or (_client_calls(run, messages) if reason == "tool-calls" else []),
+        suspended=pending_items(run, interrupts) or (_client_calls(run, messages) if reason == "tool-calls" else []),
         delegations=[record.to_result() for record in run.context.handle.delegations.values()]  # type: ignore[union-attr]
         if run.context.handle is not None
         else [],
     )
+
+
+def background_pending(records: Sequence[dict[str, Any]], run_id: str) -> list[PendingItem]:
+    """The approvals (and suspended tools) paused background tasks wait for."""
+    items = []
+    for record in records:
+        for item in record.get("waiting") or ():
+            items.append(
+                PendingItem(
+                    kind=item["kind"],
+                    interrupt_id=item["interrupt_id"],
+                    tool_call_id=item.get("tool_call_id"),
+                    tool_name=item.get("tool_name"),
+                    args=item.get("args") or {},
+                    agent_path=tuple(item.get("agent_path") or ()),
+                    run_id=run_id,
+                    payload=item.get("payload"),
+                    resume_schema=item.get("resume_schema"),
+                    namespace=item.get("namespace") or "",
+                )
+            )
+    return items

@@ -9,16 +9,21 @@ here and leaves the pause pending and answerable.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
 from supervisor_graph.declaration.errors import NothingPendingError
+from supervisor_graph.nodes.options import MemoryOptions
 from supervisor_graph.nodes.tools import approval_answer, is_cancel
-from supervisor_graph.run.paused import PausedRun
-from supervisor_graph.run.facade import AgentStream, FinishedStream, GenerateResult, _generate, _prepare, _Run, paused_runs
+from supervisor_graph.run.call import Run, host_background
+from supervisor_graph.run.chunks import Usage
+from supervisor_graph.run.paused import PausedRun, paused_runs
 from supervisor_graph.run.repair import waiting_interrupts
+from supervisor_graph.run.results import GenerateResult, background_pending
+from supervisor_graph.run.streaming import AgentStream, FinishedStream
 
 if TYPE_CHECKING:
     from langgraph.types import Interrupt
@@ -41,10 +46,10 @@ async def _locate(agent: Agent, run_id: str | None, memory: Any) -> tuple[Paused
     )
 
 
-async def _interrupts(agent: Agent, paused: PausedRun | None, options: dict[str, Any]) -> tuple[list[Interrupt], _Run]:
+async def _interrupts(agent: Agent, paused: PausedRun | None, options: dict[str, Any]) -> tuple[list[Interrupt], Run]:
     """The interrupts waiting on the thread, read while holding its lease (returned in the
     run, which the caller releases or hands on), so no other process resumes them in between."""
-    run = await _prepare(agent, None, options, resume=Command(resume=None), paused=paused)
+    run = await Run.start(agent, None, options, resume=Command(resume=None), paused=paused)
     try:
         # approvals consumed by a call a crash cut short are not offered again (SPEC §19)
         waiting, _ = await waiting_interrupts(run.graph, run.saver, run.config)
@@ -66,14 +71,9 @@ async def _resume_background(
     """Answer approvals a paused background task waits for (SPEC §12): the task goes on
     where it stopped, then the supervisor answers its outcome. None: no background task
     waits for these answers (the run's own pauses are answered as usual)."""
-    from types import SimpleNamespace
-
-    from supervisor_graph.background.host import RunBackground
-    from supervisor_graph.nodes.options import MemoryOptions
-
     target = MemoryOptions.model_validate({"thread": memory} if isinstance(memory, str) else memory)
     assert agent.memory is not None
-    background = RunBackground(agent, await agent.memory.opened(), target.thread, target.resource)
+    background = host_background(agent, await agent.memory.opened(), target.thread, target.resource)
     waiting = [(record, item) for record in await background.records() for item in record.get("waiting") or ()]
     if kind is not None:
         waiting = [(r, i) for r, i in waiting if i["kind"] == kind]
@@ -95,18 +95,15 @@ async def _resume_background(
     for task_id, task_answers in chosen.items():
         record = next(r for r, _ in waiting if r["task_id"] == task_id)
         await background.resume(record, task_answers)
-    run = await _prepare(agent, None, {**options, "memory": memory}, notices_only=True)
+    run = await Run.start(agent, None, {**options, "memory": memory}, notices_only=True)
     if run.input["messages"]:  # the supervisor answers the outcome
-        return AgentStream(run) if streaming else await _generate(run)
+        return AgentStream(run) if streaming else await run.generate()
     await run.release(ran=False)
-    from supervisor_graph.background.host import pending_items
-    from supervisor_graph.run.chunks import Usage
-
     # it paused again: the result says what it waits for now
     again = [r for r in await background.records() if r.get("waiting")]
     result = GenerateResult(
         text="", messages=[], usage=Usage(), finish_reason="suspended", run_id=run.run_id, thread_id=target.thread,
-        suspended=pending_items(again, run.run_id),
+        suspended=background_pending(again, run.run_id),
     )
     return FinishedStream(run, result) if streaming else result
 
@@ -202,7 +199,7 @@ async def resume(
         paused_run_id = next(
             (i.value.get("run_id") for i in items if i.id == first and isinstance(i.value, Mapping)), None
         )
-        run = await _prepare(
+        run = await Run.start(
             agent,
             None,
             {**options, **located},
@@ -216,4 +213,4 @@ async def resume(
         raise
     if streaming:
         return AgentStream(run)
-    return await _generate(run)
+    return await run.generate()

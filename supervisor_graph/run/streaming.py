@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk
 
-from supervisor_graph.run.chunks import FinishChunk, StreamChunk, make_chunk
 from supervisor_graph.nodes.direct import AGENT_PATH_KEY, NAMESPACE_KEY
 from supervisor_graph.nodes.events import EVENT_KEY
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE
 from supervisor_graph.nodes.text import text_of
-from supervisor_graph.run.prepare import _after, _repair_thread, _Run, _until_aborted
-from supervisor_graph.run.results import GenerateResult, PendingItem, _result
+from supervisor_graph.run.chunks import FinishChunk, StreamChunk, make_chunk
+from supervisor_graph.run.results import GenerateResult, PendingItem
 
 if TYPE_CHECKING:
+    from supervisor_graph.run.call import Run
     pass
 
 __all__ = ["AgentStream"]
@@ -26,7 +26,7 @@ class AgentStream:
     """A run in progress: iterate `full_stream` or `text_stream` (both may be read, each
     from the start), then `await stream.result()`."""
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: Run) -> None:
         self._run = run
         self._chunks: list[StreamChunk] = []
         self._changed = asyncio.Event()
@@ -115,23 +115,17 @@ class AgentStream:
                     elif mode == "updates" and not ns and isinstance(data, dict) and "__interrupt__" in data:
                         interrupts.update((item.id, item) for item in data["__interrupt__"])
 
-            _, aborted = await _until_aborted(run, consume())
+            _, aborted = await run.until_aborted(consume())
             if interrupts and last_values is not None and not aborted:
                 last_values = {**last_values, "__interrupt__": tuple(interrupts.values())}
             if aborted:
-                last_values = await _repair_thread(run)
+                last_values = await run.repair()
                 emit(make_chunk("abort", {"reason": getattr(run.options.abort_signal, "reason", None)}, run.run_id, (run.agent.id,)))
-            result = _result(run, last_values, aborted)
-            if run.background is not None:
-                from supervisor_graph.run.facade import _waiting_tasks
-
-                await _waiting_tasks(run, result)
-            await _after(run, result)
-            self._finish(result)
+            self._finish(await run.finish(last_values, aborted))
         except BaseException as exc:  # surfaced to readers as an error chunk and by result()
             self._error = exc
             if isinstance(exc, Exception):
-                await _repair_thread(run, "error")
+                await run.repair("error")
             emit(make_chunk("error", {"error": type(exc).__name__, "message": str(exc)}, run.run_id, (run.agent.id,)))
             if not isinstance(exc, Exception):
                 raise
@@ -197,7 +191,7 @@ class FinishedStream(AgentStream):
     """A stream of a result known at once (nothing to run): `start`, its pending items,
     `finish`."""
 
-    def __init__(self, run: _Run, result: GenerateResult) -> None:
+    def __init__(self, run: Run, result: GenerateResult) -> None:
         self._preset = result
         super().__init__(run)
 

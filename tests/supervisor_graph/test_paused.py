@@ -7,7 +7,8 @@ from langchain_core.messages import ToolMessage
 from pydantic import BaseModel
 
 from supervisor_graph import Agent, NothingPendingError, create_tool
-from supervisor_graph.run.facade import ephemeral_saver, paused_runs
+from supervisor_graph.run.ephemeral import ephemeral_saver
+from supervisor_graph.run.paused import paused_runs
 from supervisor_graph.testing import ScriptedChatModel, tool_call
 
 

@@ -330,7 +330,7 @@ async def test_only_transient_errors_are_retried_by_default() -> None:
         await Agent(id="p", model=blocked).generate("go")
     assert len(blocked.calls) == 1 and isinstance(caught.value.original, Guardrail)
 
-    from supervisor_graph.agent import _retry_on
+    from supervisor_graph.declaration.agent_rules import _retry_on
 
     assert _retry_on(RateLimitError("slow down")) and _retry_on(TimeoutError()) and not _retry_on(KeyError("x"))
 

@@ -1,0 +1,356 @@
+"""One facade call from its start to its result, read top to bottom (SPEC §5, §17, §19).
+
+`Run.start` checks the options and the input, takes the thread's lease, repairs what a
+crashed run left, resolves versions and hosts background tasks; `Run.generate` (or an
+`AgentStream` over `Run.drive`) runs the graph; `Run.finish` builds the result and
+remembers a pause; `Run.release` gives the thread back. The helpers it calls (results,
+repair, ephemeral storage, background hosts) never call back into it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Coroutine, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import ValidationError
+
+from supervisor_graph.background.host import RunBackground, outcomes
+from supervisor_graph.declaration.models import check_credentials, model_strings
+from supervisor_graph.memory.lease import ThreadLease
+from supervisor_graph.memory.versions import RunVersions
+from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.delegation import (
+    RESOURCE_ID_KEY,
+    RUN_ID_KEY,
+    RUN_IDENTITY_KEYS,
+    THREAD_ID_KEY,
+    check_json,
+)
+from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions, merge_options
+from supervisor_graph.nodes.versions import VERSIONS_KEY
+from supervisor_graph.run.chunks import Usage
+from supervisor_graph.run.ephemeral import ephemeral_saver, ephemeral_store
+from supervisor_graph.run.paused import PausedRun, paused_runs
+from supervisor_graph.run.repair import ABORTED_TOOL_TEXT, close_unanswered, settle_thread
+from supervisor_graph.run.results import GenerateResult, background_pending, build_result
+
+if TYPE_CHECKING:
+    from supervisor_graph.agent import Agent
+
+__all__ = ["Run", "answer_outcomes", "host_background"]
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Run:
+    """A facade call: what it runs, on which thread, and how it ended."""
+
+    agent: Agent
+    graph: Any
+    saver: Any
+    input: Any
+    config: RunnableConfig
+    context: RunContext
+    options: RunOptions
+    run_id: str
+    thread_id: str | None
+    first_input_id: str | None
+    input_count: int = 0
+    lease: ThreadLease | None = None
+    durability: Any = None
+    ephemeral: bool = False
+    # how the run ended: paused on approvals or not (None: it did not get to say)
+    waiting: bool | None = None
+    background: RunBackground | None = None
+
+    # -- 1. start: options, input, thread, repairs, versions, background hosts ---------
+
+    @classmethod
+    async def start(
+        cls,
+        agent: Agent,
+        prompt: Any,
+        options: dict[str, Any],
+        *,
+        resume: Any = None,
+        run_id: str | None = None,
+        paused: PausedRun | None = None,
+        lease: ThreadLease | None = None,
+        notices_only: bool = False,
+        host: Any = None,
+    ) -> Run:
+        """A run ready to drive. A thread's lease is taken here (or `lease`, one already
+        held by the caller, is used) and released when the run ends. `notices_only`: no
+        prompt; the run's input is the outcomes of background tasks the thread has not
+        been told of (none: the input is empty, and the caller releases the run). `host`:
+        a `Memory` used instead of the agent's (the until-idle calls without a thread host
+        tasks in one)."""
+        try:
+            opts = RunOptions.model_validate(merge_options(agent.default_options, options))
+        except ValidationError as exc:
+            raise ValueError(f"invalid run options: {exc}") from None
+        # the subagents an `agents` callable chooses for this call (SPEC §21)
+        agent = agent.for_request(opts.request_context)
+        # Check the input before the thread is taken: a refused call leaves it usable at once.
+        messages = _input_messages(prompt) if resume is None and not notices_only else []
+        for value in _model_strings(agent, opts):
+            check_credentials(value)
+        run_uuid = uuid.UUID(run_id) if run_id else uuid.uuid4()
+        config: RunnableConfig = {"run_id": run_uuid, "recursion_limit": 10_000}
+        thread_id = resource_id = None
+        durability = None
+        durable = False
+        store = ephemeral_store()
+        ephemeral = opts.memory is None and (paused is None or paused.ephemeral)
+        if ephemeral:
+            saver = paused.saver if paused is not None else ephemeral_saver()
+            config["configurable"] = {"thread_id": paused.thread_id if paused is not None else f"ephemeral-{run_uuid}"}
+            durability = "exit"
+        elif opts.memory is None and paused is not None:
+            opts = opts.model_copy(update={"memory": {"thread": paused.thread_id, "resource": paused.resource_id}})
+        background_agents = agent.has_background_subagents
+        if opts.memory is None and background_agents and paused is None and resume is None:
+            raise ValueError(
+                f"agent {agent.id!r} has background subagents, whose outcomes are reported on a thread: pass "
+                "memory={'thread': ...}, or call generate_until_idle / stream_until_idle, which host them for the call"
+            )
+        memory = host if host is not None else agent.memory
+        if opts.memory is not None:
+            if memory is None:
+                raise ValueError(
+                    f"memory={{'thread': ...}} needs storage: declare Agent(id={agent.id!r}, memory=Memory(storage=...))"
+                )
+            opened = await memory.opened()
+            saver, store = opened.saver, opened.store
+            thread_id, resource_id = opts.memory.thread, opts.memory.resource
+            config["configurable"] = {"thread_id": thread_id}
+            config["metadata"] = {"resource_id": resource_id or ""}
+            durable = not isinstance(saver, InMemorySaver)
+            if durable:
+                if opts.request_context is not None:
+                    check_json(
+                        {k: v for k, v in opts.request_context.to_dict().items() if k not in RUN_IDENTITY_KEYS},
+                        "generate()",
+                    )
+                # each step is saved before the next starts, so the step that dispatches a
+                # tool or a delegation is on disk before its side effects begin (SPEC §19)
+                durability = "sync"
+            if lease is None:
+                lease = ThreadLease(opened.leases, thread_id)
+                await lease.acquire()
+        request_context = opts.request_context if opts.request_context is not None else RequestContext()
+        request_context.set(RUN_ID_KEY, str(run_uuid))
+        if thread_id is not None:
+            request_context.set(THREAD_ID_KEY, thread_id)
+            request_context.set(RESOURCE_ID_KEY, resource_id)
+        handle = RunHandle(
+            run_id=str(run_uuid),
+            agent_path=(agent.id,),
+            request_context=request_context,
+            abort_signal=opts.abort_signal,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            root_context=request_context,
+            durable=durable,
+        )
+        if opts.versions is not None:
+            opts = await _select_versions(agent, opts, options, handle)
+        if opts.memory is not None and background_agents:
+            assert thread_id is not None
+            handle.background = host_background(agent, opened, thread_id, resource_id)
+        if resume is not None:
+            graph_input: Any = resume
+            first_id = None
+        else:
+            graph_input = {"messages": messages}
+            first_id = messages[0].id if messages else None
+        run = cls(
+            agent=agent,
+            graph=agent.graph_with(saver, store),
+            saver=saver,
+            input=graph_input,
+            config=config,
+            context=RunContext.for_run(opts, handle),
+            options=opts,
+            run_id=str(run_uuid),
+            thread_id=thread_id,
+            first_input_id=first_id,
+            input_count=0 if resume is not None else len(graph_input["messages"]),
+            lease=lease,
+            durability=durability,
+            ephemeral=ephemeral,
+            background=handle.background,
+        )
+        if lease is not None and resume is None:
+            try:
+                assert lease.acquired is not None
+                await settle_thread(run, lease.acquired)
+                if run.background is not None:
+                    await run._deliver_outcomes()
+            except BaseException:
+                await run.release(ran=False)  # a repair that did not happen is owed to the next run
+                raise
+        return run
+
+    async def _deliver_outcomes(self) -> None:
+        """Put the outcomes of background tasks the thread has not been told of before the
+        run's input, with their final status, so they land in one checkpoint (SPEC §12)."""
+        assert self.background is not None
+        state = await self.graph.aget_state(self.config)
+        tasks = state.values.get("background_tasks") or {}
+        if not tasks:
+            return
+        notices, update = await outcomes(self.background, tasks, state.values.get("messages") or [])
+        if not notices:
+            return
+        for message in notices:
+            message.id = str(uuid.uuid4())
+        self.input["messages"] = [*notices, *self.input["messages"]]
+        self.input["background_tasks"] = update
+        self.first_input_id = notices[0].id
+        self.input_count = len(self.input["messages"])
+
+    # -- 2. drive the graph -----------------------------------------------------------
+
+    async def generate(self) -> GenerateResult:
+        """Drive the graph to its end (or a pause) and return the result; the thread is
+        released whatever happens. `AgentStream` does the same while streaming."""
+        assert self.context.handle is not None
+        self.context.handle.stream_events = False  # nobody reads them: nodes skip building events
+        try:
+            values, aborted = await self.until_aborted(
+                self.graph.ainvoke(self.input, self.config, context=self.context, durability=self.durability)
+            )
+            if aborted:
+                values = await self.repair()
+            return await self.finish(values, aborted)
+        except Exception:
+            await self.repair("error")
+            raise
+        finally:
+            await self.release()
+
+    async def until_aborted(self, coro: Coroutine[Any, Any, T]) -> tuple[T | None, bool]:
+        """Run `coro`; cancel it (and any model call in flight) when the abort signal fires."""
+        signal = self.options.abort_signal
+        if signal is None:
+            return await coro, False
+        if signal.is_set():
+            coro.close()
+            return None, True
+        task = asyncio.ensure_future(coro)
+        waiter = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        if task.done():
+            return task.result(), False
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        return None, True
+
+    # -- 3. the result ------------------------------------------------------------------
+
+    async def finish(self, values: dict[str, Any] | None, aborted: bool) -> GenerateResult:
+        """The run's result, with the approvals its paused background tasks wait for; a
+        paused run is remembered, an ended ephemeral run's thread forgotten."""
+        result = build_result(self, values, aborted)
+        if self.background is not None:
+            waiting = [r for r in await self.background.records() if r.get("waiting")]
+            result.suspended.extend(background_pending(waiting, self.run_id))
+        await self._remember(result)
+        return result
+
+    async def _remember(self, result: GenerateResult) -> None:
+        configurable = self.config.get("configurable") or {}
+        self.waiting = any(item.is_interrupt for item in result.suspended)
+        if self.waiting:
+            paused = PausedRun(
+                thread_id=configurable["thread_id"],
+                saver=self.saver,
+                ephemeral=self.ephemeral,
+                resource_id=self.options.memory.resource if self.options.memory else None,
+            )
+            await paused_runs.add(self.run_id, paused)
+            return
+        paused_runs.pop(self.run_id)
+        if self.ephemeral:
+            await self.saver.adelete_thread(configurable["thread_id"])
+
+    async def repair(self, reason: str = "abort") -> dict[str, Any] | None:
+        """The thread after an abort or a failure, made consistent: every tool call the
+        last turn made gets a result, so the next call on the thread (and its model) sees a
+        well-formed conversation with everything that completed."""
+        if self.thread_id is None:
+            if self.ephemeral:
+                ended = GenerateResult(text="", messages=[], usage=Usage(), finish_reason="abort", run_id=self.run_id)
+                await self._remember(ended)
+            return None
+        return await close_unanswered(self.graph, self.config, lambda call: ABORTED_TOOL_TEXT, reason)
+
+    # -- 4. release -----------------------------------------------------------------------
+
+    async def release(self, *, ran: bool = True) -> None:
+        if self.lease is not None:
+            await self.lease.release(ran=ran, waiting=self.waiting if ran else None)
+
+
+def host_background(agent: Agent, opened: Any, thread_id: str, resource_id: str | None) -> RunBackground:
+    """The host of a thread's background tasks; when a task ends, the supervisor answers
+    its outcome in a run of its own (`answer_outcomes`)."""
+    return RunBackground(agent, opened, thread_id, resource_id, answer=answer_outcomes)
+
+
+async def answer_outcomes(agent: Agent, memory: dict[str, Any], options: dict[str, Any] | None = None) -> GenerateResult | None:
+    """A run whose input is the outcomes the thread has not been told of, driven to its
+    end (None: there was nothing to tell). Raises `ThreadBusyError` while a run holds the
+    thread."""
+    run = await Run.start(agent, None, {**(options or {}), "memory": memory}, notices_only=True)
+    if not run.input["messages"]:
+        await run.release(ran=False)
+        return None
+    return await run.generate()
+
+
+def _input_messages(prompt: Any) -> list[BaseMessage]:
+    if isinstance(prompt, str):
+        messages: list[BaseMessage] = [HumanMessage(content=prompt)]
+    elif isinstance(prompt, BaseMessage):
+        messages = [prompt]
+    elif isinstance(prompt, Sequence) and prompt and all(isinstance(m, BaseMessage) for m in prompt):
+        messages = list(prompt)
+    else:
+        raise TypeError("prompt must be a string, a LangChain message or a non-empty list of messages")
+    for message in messages:
+        if message.id is None:
+            message.id = str(uuid.uuid4())
+    return messages
+
+
+async def _select_versions(agent: Agent, opts: RunOptions, options: dict[str, Any], handle: RunHandle) -> RunOptions:
+    """Attach the call's version resolver (SPEC §13) and apply the top-level agent's version."""
+    assert opts.versions is not None
+    handle.versions = RunVersions(opts.versions, agent.memory.versions if agent.memory is not None else None)
+    handle.request_context.set(VERSIONS_KEY, opts.versions.model_dump(mode="json"))
+    handle.override = await handle.versions.resolve(agent.id)
+    if handle.override is not None and handle.override.max_steps is not None and "max_steps" not in options:
+        return opts.model_copy(update={"max_steps": handle.override.max_steps})
+    return opts
+
+
+def _model_strings(agent: Agent, opts: RunOptions) -> Iterator[str]:
+    yield from model_strings(agent)
+    if opts.is_task_complete is not None:
+        for scorer in opts.is_task_complete.scorers:
+            if isinstance(getattr(scorer, "model_string", None), str):
+                yield scorer.model_string
