@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.types import Command
 
+from supervisor_graph.background.runner import runner
 from supervisor_graph.checkpointers.urls import Storage
 from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.declaration.remote import RemoteAgent
@@ -32,14 +33,12 @@ from supervisor_graph.nodes.background import (
     FINAL_STATUSES,
     BackgroundLaunch,
     BackgroundTaskConfig,
-    notice,
     outcome_text,
 )
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
     DelegationRecord,
     complete_hook,
-    model_view,
     record_answer,
     record_transcript,
 )
@@ -49,12 +48,9 @@ from supervisor_graph.nodes.subagent import sub_options
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
 
-__all__ = ["RunBackground", "background_thread_id", "runner"]
+__all__ = ["RunBackground", "background_thread_id"]
 
 log = logging.getLogger("supervisor_graph")
-
-STOPPED_TEXT = "The process running it stopped before it finished, and it has no tries left."
-
 
 def background_thread_id(parent_thread: str, task_id: str, attempt: int) -> str:
     """The thread one try of a task runs on (not a namespace of the parent's: `/` keeps
@@ -62,52 +58,6 @@ def background_thread_id(parent_thread: str, task_id: str, attempt: int) -> str:
     return f"{parent_thread}::bg/{task_id}-t{attempt}"
 
 
-# -- the process's tasks --------------------------------------------------------------
-
-
-class Runner:
-    """This process's background tasks, and wake-ups for those waiting on a thread."""
-
-    def __init__(self) -> None:
-        self.tasks: dict[str, asyncio.Task[None]] = {}
-        self._events: dict[str, asyncio.Event] = {}
-        # threads whose outcomes an until-idle stream answers itself (count of streams)
-        self.watched: dict[str, int] = {}
-        # threads with an answering run scheduled (one at a time per thread)
-        self.answering: set[str] = set()
-        # watched threads with an outcome left to their until-idle stream since it last looked
-        self.deferred: set[str] = set()
-        # task id -> why its asyncio task is being cancelled ("cancel" or "update")
-        self.requests: dict[str, str] = {}
-
-    def live(self, task_id: str) -> bool:
-        task = self.tasks.get(task_id)
-        return task is not None and not task.done()
-
-    def start(self, task_id: str, work: Coroutine[Any, Any, None]) -> bool:
-        if self.live(task_id):
-            work.close()
-            return False
-        task = asyncio.ensure_future(work)
-        self.tasks[task_id] = task
-        task.add_done_callback(lambda _: self.tasks.pop(task_id, None) if self.tasks.get(task_id) is task else None)
-        return True
-
-    def event(self, thread_id: str) -> asyncio.Event:
-        event = self._events.get(thread_id)
-        if event is None:
-            event = self._events[thread_id] = asyncio.Event()
-        return event
-
-    def notify(self, thread_id: str) -> None:
-        event = self._events.pop(thread_id, None)
-        if event is not None:
-            event.set()
-
-
-runner = Runner()
-
-# how long an outcome waits for a busy thread before the thread's next call reports it
 ANSWER_WAIT = 600.0
 
 
@@ -423,90 +373,3 @@ def _pending(item: Any, thread: str, launch: BackgroundLaunch) -> dict[str, Any]
         "namespace": f"bg/{launch.task_id}",
         "thread": thread,
     }
-
-
-
-# -- delivering outcomes to the parent thread ------------------------------------------
-
-
-async def outcomes(background: RunBackground, state_tasks: dict[str, Any], messages: Sequence[BaseMessage]) -> tuple[
-    list[HumanMessage], dict[str, Any]
-]:
-    """Notices for the parent thread's tasks that ended and that it has not been told of,
-    and the records' final state; re-runs (or fails) tasks whose process died."""
-    notices: list[HumanMessage] = []
-    update: dict[str, Any] = {}
-    for task_id, told in state_tasks.items():
-        if told.get("status") in FINAL_STATUSES:
-            continue
-        record = await background.load(task_id)
-        if record is None or (record["status"] not in FINAL_STATUSES and not runner.live(task_id)):
-            record = await _orphan(background, task_id, record, told, messages)
-        if record is None or record["status"] not in FINAL_STATUSES:
-            continue
-        notices.append(notice(task_id, record["agent_key"], record["status"], record.get("result_text") or ""))
-        update[task_id] = {"status": record["status"], "tries": record["tries"], "result_text": record.get("result_text")}
-    return notices, update
-
-
-async def _orphan(
-    background: RunBackground,
-    task_id: str,
-    record: dict[str, Any] | None,
-    told: dict[str, Any],
-    messages: Sequence[BaseMessage],
-) -> dict[str, Any] | None:
-    """A task not running in this process: leave it to the process that runs it, or (its
-    process died) run it again here, or fail it when it has no tries left."""
-    if record is not None and record.get("waiting"):
-        return record  # paused on approvals: it waits for an answer, not for a process
-    lease = ThreadLease(background.storage.leases, f"bg:{task_id}")
-    try:
-        await lease.acquire()
-    except ThreadBusyError:
-        return record  # alive in another process
-    try:
-        if record is None:  # the process died before the task wrote anything
-            record = {
-                "task_id": task_id,
-                "thread_id": background.thread_id,
-                "resource_id": background.resource_id,
-                "agent_key": told["agent_key"],
-                "agent_id": told["agent_id"],
-                "tool_call_id": told["tool_call_id"],
-                "prompt": _prompt_of(messages, told["tool_call_id"]),
-                "request_context": {},
-                "status": "running",
-                "tries": 0,
-                "result_text": None,
-                "waiting": [],
-            }
-        settings = background.agent.background_setting_for(record["agent_key"])
-        retries = settings.retries if settings is not None else 0
-        if record["tries"] > retries:
-            record["status"], record["result_text"] = "failed", STOPPED_TEXT
-            await background.save(record)
-            return record
-        await background.save(record)
-    finally:
-        await lease.release()
-    launch = background.relaunch(record, model_view(_context_before(messages, record["tool_call_id"])))
-    background.launch(launch)
-    log.warning("background task %s was running in a process that stopped; running it again", task_id)
-    return record
-
-
-def _prompt_of(messages: Sequence[BaseMessage], tool_call_id: str) -> str:
-    for message in messages:
-        if isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                if call["id"] == tool_call_id:
-                    return str(call["args"].get("prompt", ""))
-    return ""
-
-
-def _context_before(messages: Sequence[BaseMessage], tool_call_id: str) -> list[BaseMessage]:
-    for i, message in enumerate(messages):
-        if isinstance(message, AIMessage) and any(call["id"] == tool_call_id for call in message.tool_calls):
-            return list(messages[: i + 1])
-    return list(messages)

@@ -19,7 +19,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import ValidationError
 
-from supervisor_graph.background.host import RunBackground, outcomes
+from supervisor_graph.background.host import RunBackground
+from supervisor_graph.background.outcomes import outcomes
 from supervisor_graph.declaration.models import check_credentials, model_strings
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.memory.versions import RunVersions

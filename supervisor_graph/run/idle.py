@@ -13,7 +13,8 @@ import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from supervisor_graph.background.host import RunBackground, runner
+from supervisor_graph.background.host import RunBackground
+from supervisor_graph.background.runner import runner
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.background import FINAL_STATUSES
 from supervisor_graph.run.call import Run, answer_outcomes
