@@ -189,7 +189,7 @@ def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSp
 
 
 def _build_dynamic(agent: Agent, *, checkpointer: Any, store: Any) -> Any:
-    """The graph of an agent whose subagents are chosen per run (supervisor_graph/dynamic_graph.py)."""
+    """The graph of an agent whose subagents are chosen per run (compiler/dynamic.py)."""
     spec = build_spec(agent)
     dynamic = DynamicNodes(agent, spec, node_table, build_spec)
     names = [SUPERVISOR_NODE, TOOLS_NODE, ITERATION_NODE, TASK_COMPLETE_NODE, start_node(SLOT), SLOT, complete_node(SLOT)]
