@@ -3,6 +3,7 @@
 `ScriptedChatModel` is a real LangChain `BaseChatModel`: it supports `bind_tools`,
 streams text deltas when LangGraph or a caller streams, and reports usage, so every
 part of a compiled supervisor runs exactly as it would on a provider's model.
+Imports nothing of `supervisor_graph` (only LangChain), so any test or example can use it.
 
 Example:
     >>> from supervisor_graph.testing import ScriptedChatModel, delegate
