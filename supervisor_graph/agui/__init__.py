@@ -10,7 +10,9 @@
 Needs the `agui` extra: `pip install 'supervisor-graph[agui]'`.
 """
 
-from supervisor_graph.agui.agent import AGUIAgent, RunRecord
-from supervisor_graph.agui.endpoint import add_agui_endpoint, create_app, serve
+from supervisor_graph.agui.agent import AGUIAgent
+from supervisor_graph.agui.endpoint import create_app, serve
+from supervisor_graph.agui.outcomes import RunRecord
+from supervisor_graph.agui.sse import add_agui_endpoint
 
 __all__ = ["AGUIAgent", "RunRecord", "add_agui_endpoint", "create_app", "serve"]

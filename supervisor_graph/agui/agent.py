@@ -8,52 +8,43 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from ag_ui.core import (
     PROTOCOL_VERSION,
     AgentCapabilities,
     BaseEvent,
-    ExecutionCapabilities,
-    HumanInTheLoopCapabilities,
-    IdentityCapabilities,
     Interrupt,
-    MultiAgentCapabilities,
-    ReasoningCapabilities,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
-    StateCapabilities,
-    SubagentInfo,
-    Tool,
-    ToolsCapabilities,
-    TransportCapabilities,
 )
 from langchain_core.messages import AIMessage
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from supervisor_graph.agent import Agent
+from supervisor_graph.agui.capabilities import capabilities
 from supervisor_graph.agui.events import Reopen, RunSettings, RunTranslator
 from supervisor_graph.agui.frontend import FrontendTools, InputError
-from supervisor_graph.agui.interrupts import MASTRA, SUPERVISOR_GRAPH, Pause, ResumeError, plan_resume
+from supervisor_graph.agui.interrupts import MASTRA, SUPERVISOR_GRAPH, Pause, plan_resume
 from supervisor_graph.agui.messages import new_messages
-from supervisor_graph.agui.remote import RemoteBridge, to_input
+from supervisor_graph.agui.outcomes import RunRecord, client_error
+from supervisor_graph.agui.remote import RemoteBridge
 from supervisor_graph.agui.serving import root_thread, thread_id_problem
 from supervisor_graph.agui.state import SharedState, snapshot
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.checkpointers.naming import NS_JOIN, delegation_thread_id, stable_namespace
-from supervisor_graph.declaration.errors import MissingAPIKeyError, NothingPendingError, PendingApprovalError, ThreadBusyError
+from supervisor_graph.declaration.errors import ThreadBusyError
+from supervisor_graph.declaration.remote import RemoteAgent
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.context import AbortController
 from supervisor_graph.nodes.errors import log_failure
-from supervisor_graph.declaration.remote import RemoteAgent
-from supervisor_graph.run.resume import pending_interrupts, resume
 from supervisor_graph.run.facade import AgentStream
+from supervisor_graph.run.resume import pending_interrupts, resume
 
-__all__ = ["AGUIAgent", "RunRecord"]
+__all__ = ["AGUIAgent"]
 
 log = logging.getLogger("supervisor_graph.agui")
 _langgraph_log = logging.getLogger("langgraph")
@@ -65,33 +56,6 @@ STOPPING_WAIT = 10.0
 
 def _quiet_pending_sends(record: logging.LogRecord) -> bool:
     return "in pending sends" not in record.getMessage()
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """How one AG-UI run ended: `success`, `interrupt`, `cancelled` or `error`."""
-
-    thread_id: str
-    run_id: str
-    outcome: str
-    code: str | None = None
-
-
-def _error(exc: BaseException, resuming: bool) -> tuple[str, str]:
-    """A code and a message safe to show a client (no stack trace, no provider text)."""
-    if isinstance(exc, (ResumeError, InputError)):
-        return exc.code, exc.message
-    if isinstance(exc, ThreadBusyError):
-        return "THREAD_BUSY", "Another run is in progress on this thread; try again when it has finished."
-    if isinstance(exc, PendingApprovalError):
-        return "INTERRUPT_PENDING", "Interrupts are waiting on this thread; answer them with RunAgentInput.resume first."
-    if isinstance(exc, NothingPendingError):
-        return "INTERRUPT_NOT_PENDING", "Nothing is pending on this thread."
-    if isinstance(exc, MissingAPIKeyError):
-        return "MODEL_NOT_CONFIGURED", "The agent's model is not configured on the server."
-    if resuming and isinstance(exc, ValueError):
-        return "INVALID_RESUME_PAYLOAD", "The resume payload does not fit what the paused tool expects; nothing was resumed."
-    return "AGENT_ERROR", f"The agent failed ({type(exc).__name__}); the server's log has the details."
 
 
 async def _forward(signal: Any, controller: AbortController) -> None:
@@ -171,34 +135,8 @@ class AGUIAgent:
     # -- capabilities and control ---------------------------------------------
 
     def get_capabilities(self) -> AgentCapabilities:
-        agent = self.agent
-        if isinstance(agent, RemoteAgent):
-            # a remote graph's interrupts can be answered only when its server keeps the thread
-            return AgentCapabilities(
-                identity=IdentityCapabilities(name=agent.id, type="langgraph-remote", description=agent.description),
-                transport=TransportCapabilities(streaming=True),
-                human_in_the_loop=HumanInTheLoopCapabilities(
-                    supported=agent.resumable, approvals=agent.resumable, interrupts=agent.resumable
-                ),
-            )
-        attributed = self.subagent_visibility == "attributed"
-        tools = [Tool(**convert_to_openai_tool(tool)["function"]) for tool in agent.tools.values()]
-        return AgentCapabilities(
-            identity=IdentityCapabilities(name=agent.name or agent.id, type="supervisor-graph", description=agent.description),
-            transport=TransportCapabilities(streaming=True),
-            tools=ToolsCapabilities(supported=True, items=tools or None, parallel_calls=True, client_provided=True),
-            reasoning=ReasoningCapabilities(supported=True, streaming=True, encrypted=True),
-            human_in_the_loop=HumanInTheLoopCapabilities(supported=True, approvals=True, interrupts=True),
-            multi_agent=MultiAgentCapabilities(
-                supported=True,
-                delegation=True,
-                subagents=[SubagentInfo(name=sub.id, description=sub.description) for sub in agent.agents.values()],
-            )
-            if attributed and agent.agents
-            else None,
-            execution=ExecutionCapabilities(max_iterations=agent.defaults.max_steps),
-            # shared state is the agent's working memory: only an agent with one has it
-            state=StateCapabilities(snapshots=True, deltas=True, persistent_state=True) if self._state is not None else None,
+        return capabilities(
+            self.agent, attributed=self.subagent_visibility == "attributed", shared_state=self._state is not None
         )
 
     def abort_run(self) -> None:
@@ -328,70 +266,6 @@ class AGUIAgent:
                 if holder:
                     self._settle(input, holder[0])
 
-    async def _remote_events(
-        self, input: RunAgentInput, request: Any, controller: AbortController
-    ) -> AsyncGenerator[BaseEvent, None]:
-        """A run of a remote graph (SPEC §21): the AG-UI thread is a thread on its server."""
-        assert self.remote is not None
-        remote = self.remote
-        try:
-            resource = await self._resource(request)
-            thread = remote.thread_id(input.thread_id)
-            owner = await remote.owner(thread)
-            if owner is not None and owner != resource:
-                raise InputError("THREAD_FORBIDDEN", "This thread belongs to another user.")
-            state = await remote.open(thread, resource)
-            pending = remote.pauses(state)
-            reopen: dict[tuple[str, str], Reopen] = {}
-            if input.resume:
-                answers, chosen = plan_resume(input.resume, pending, self.dialect)
-                for pause in chosen:
-                    reopen[(pause.namespace, pause.tool_call_id)] = Reopen(
-                        full=pause.kind == "approval", tool_name=pause.tool_name, args=pause.args
-                    )
-                run_input: dict[str, Any] = {"command": {"resume": answers}}
-            else:
-                if pending:
-                    raise InputError(
-                        "INTERRUPT_PENDING",
-                        f"{len(pending)} interrupt(s) are waiting on this thread; answer them with RunAgentInput.resume first.",
-                    )
-                fresh = new_messages(input.messages, remote.stored(state))
-                if not fresh:
-                    yield RunFinishedEvent(
-                        thread_id=input.thread_id, run_id=input.run_id, outcome=RunFinishedSuccessOutcome(), timestamp=int(time.time() * 1000)
-                    )
-                    return
-                run_input = {"input": {"messages": to_input(fresh)}}
-        except Exception as exc:  # noqa: BLE001 - refused before anything ran, or the server is unreachable
-            code, message = _error(exc, bool(input.resume))
-            if code == "AGENT_ERROR":
-                log_failure(log, logging.ERROR, "AG-UI run %s could not start on the remote server", exc, input.run_id)
-            yield RunErrorEvent(message=message, code=code, timestamp=int(time.time() * 1000))
-            return
-        settings = RunSettings(
-            dialect=self.dialect,
-            attributed=False,
-            omit_subagent_results=False,
-            parts=input.protocol_version == PROTOCOL_VERSION,
-            frontend_tools=frozenset(),
-            tree=AgentTree(self.agent),
-        )
-        translator = RunTranslator(settings, input.thread_id, input.run_id, reopen)
-        stream = remote.stream(thread, run_input, input.run_id, controller.signal)
-        try:
-            async for chunk in stream.full_stream:
-                for event in translator.on_chunk(chunk):
-                    yield event
-            result = await stream.result()
-        except Exception as exc:  # noqa: BLE001 - the remote run failed: RUN_ERROR, details in the log
-            log_failure(log, logging.ERROR, "AG-UI run %s failed on the remote server", exc, input.run_id)
-            for event in translator.fail(*_error(exc, False)):
-                yield event
-            return
-        for event in translator.finish(result):
-            yield event
-
     def _settle(self, input: RunAgentInput, stream: AgentStream) -> None:
         async def wait() -> None:
             try:
@@ -419,7 +293,7 @@ class AGUIAgent:
         self, input: RunAgentInput, request: Any, controller: AbortController, holder: list[AgentStream]
     ) -> AsyncGenerator[BaseEvent, None]:
         if self.remote is not None:
-            async for event in self._remote_events(input, request, controller):
+            async for event in self.remote.events(input, partial(self._resource, request), self.dialect, controller.signal):
                 yield event
             return
         await self._after_stopping(input.thread_id)
@@ -483,7 +357,7 @@ class AGUIAgent:
                 else:
                     stream = await agent.stream(fresh, **options)
         except Exception as exc:  # noqa: BLE001 - refused before anything ran
-            code, message = _error(exc, resuming)
+            code, message = client_error(exc, resuming)
             if code == "AGENT_ERROR":
                 log_failure(log, logging.ERROR, "AG-UI run %s could not start", exc, input.run_id)
             yield RunErrorEvent(message=message, code=code, timestamp=int(time.time() * 1000))
@@ -508,7 +382,7 @@ class AGUIAgent:
             result = await stream.result()
         except Exception as exc:  # noqa: BLE001 - the run failed: RUN_ERROR, details in the log
             log_failure(log, logging.ERROR, "AG-UI run %s failed", exc, input.run_id)
-            for event in translator.fail(*_error(exc, False)):
+            for event in translator.fail(*client_error(exc, False)):
                 yield event
             return
         for event in translator.finish(result):

@@ -1,31 +1,18 @@
-"""The HTTP endpoint: `POST {path}` streams a run as server-sent events, `GET
-{path}/capabilities` and `GET {path}/health` describe the agent.
-
-Events are encoded by `ag_ui.encoder.EventEncoder`. While the run works without
-producing events, a `: keep-alive` comment goes out every `keepalive_seconds` (10 s by
-default: proxies cut idle streams). A client that disconnects cancels its run, which
-stops at once and leaves its thread consistent.
-
-`create_app` puts the checks of `serving.py` in front of every route (SPEC §19): the
-`Host` header, the token, the body size, and JSON refusals with a code. A run's thread id
-of the wrong shape is refused with 422 before its stream starts; ownership is checked
-inside the stream (`RUN_ERROR` `THREAD_FORBIDDEN`), as it always was.
+"""The served app: `create_app` puts a bridge's AG-UI routes (`sse.py`), the playground
+and the checks of `serving.py` together (SPEC §19: the `Host` header, the token, the body
+size, and JSON refusals with a code); `serve` runs it with uvicorn.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from ag_ui.core import PROTOCOL_VERSION, RunAgentInput
-from ag_ui.encoder import EventEncoder
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi import FastAPI
 
 from supervisor_graph.agent import Agent
 from supervisor_graph.agui.agent import AGUIAgent
+from supervisor_graph.agui.playground import PLAYGROUND_AGENT_PATH, add_playground
 from supervisor_graph.agui.serving import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_THREAD_ID_LENGTH,
@@ -33,79 +20,12 @@ from supervisor_graph.agui.serving import (
     add_error_handlers,
     default_allowed_hosts,
     is_loopback,
-    refusal,
-    thread_id_limit,
-    thread_id_problem,
 )
-from supervisor_graph.nodes.context import AbortController
+from supervisor_graph.agui.sse import add_agui_endpoint, route_path
 
-__all__ = ["KEEP_ALIVE", "add_agui_endpoint", "check_binding", "create_app", "serve"]
-
-KEEP_ALIVE = ": keep-alive\n\n"
-
-
-async def _watch_disconnect(request: Request, controller: AbortController) -> None:
-    while True:
-        message = await request.receive()
-        if message.get("type") == "http.disconnect":
-            controller.abort("the client disconnected")
-            return
-
-
-async def _sse(bridge: AGUIAgent, input: RunAgentInput, request: Request, keepalive: float) -> AsyncIterator[str]:
-    encoder = EventEncoder(accept=request.headers.get("accept", ""))
-    controller = AbortController()
-    watcher = asyncio.ensure_future(_watch_disconnect(request, controller))
-    events = bridge.run(input, request=request, abort_signal=controller.signal).__aiter__()
-    upcoming: asyncio.Future[Any] | None = None
-    try:
-        while True:
-            if upcoming is None:
-                upcoming = asyncio.ensure_future(events.__anext__())
-            done, _ = await asyncio.wait({upcoming}, timeout=keepalive)
-            if not done:
-                yield KEEP_ALIVE
-                continue
-            try:
-                event = upcoming.result()
-            except StopAsyncIteration:
-                break
-            upcoming = None
-            yield encoder.encode(event)
-    finally:
-        watcher.cancel()
-        if upcoming is not None and not upcoming.done():
-            upcoming.cancel()
-            with contextlib.suppress(BaseException):
-                await upcoming
-        await events.aclose()  # type: ignore[attr-defined]
-
-
-def add_agui_endpoint(app: FastAPI, bridge: AGUIAgent, path: str = "/agent", *, keepalive_seconds: float = 10.0) -> None:
-    """Serve `bridge` on `app`: `POST path` (AG-UI over SSE), `GET path/capabilities`,
-    `GET path/health`."""
-    path = _route_path(path)
-
-    async def run(input: RunAgentInput, request: Request) -> Response:
-        problem = thread_id_problem(input.thread_id, thread_id_limit(request))
-        if problem is not None:
-            return refusal(422, "INVALID_THREAD_ID", problem)
-        encoder = EventEncoder(accept=request.headers.get("accept", ""))
-        return StreamingResponse(
-            _sse(bridge, input, request, keepalive_seconds),
-            media_type=encoder.get_content_type(),
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-
-    async def capabilities() -> JSONResponse:
-        return JSONResponse(bridge.get_capabilities().model_dump(mode="json", by_alias=True))
-
-    async def health() -> JSONResponse:
-        return JSONResponse({"status": "ok", "agent": bridge.agent.id, "protocolVersion": PROTOCOL_VERSION})
-
-    app.add_api_route(path or "/", run, methods=["POST"], response_class=StreamingResponse)
-    app.add_api_route(f"{path}/capabilities", capabilities, methods=["GET"])
-    app.add_api_route(f"{path}/health", health, methods=["GET"])
+# add_agui_endpoint is still offered here: callers imported it from this module before
+# the routes moved to sse.py
+__all__ = ["add_agui_endpoint", "check_binding", "create_app", "serve"]
 
 
 def create_app(
@@ -137,10 +57,8 @@ def create_app(
     app.state.max_thread_id_length = max_thread_id_length
     add_error_handlers(app)
     add_agui_endpoint(app, bridge, path)
-    public = {f"{_route_path(path)}/health"}
+    public = {f"{route_path(path)}/health"}
     if playground:
-        from supervisor_graph.agui.playground import PLAYGROUND_AGENT_PATH, add_playground
-
         add_playground(app, bridge)
         public |= {"/", f"{PLAYGROUND_AGENT_PATH}/health"}
     app.add_middleware(
@@ -152,10 +70,6 @@ def create_app(
         max_body_bytes=max_body_bytes,
     )
     return app
-
-
-def _route_path(path: str) -> str:
-    return "/" + path.strip("/") if path.strip("/") else ""
 
 
 def check_binding(host: str, auth_token: str | None) -> None:

@@ -2,10 +2,9 @@
 
 `RunTranslator.on_chunk` maps each chunk as it arrives; `finish` / `fail` close
 whatever is open (text, reasoning, subagent invocations, deepest first) and add the
-run's single terminal event. Rules (AGUI.md): one text message per model call, under
-the call's `AIMessage` id; reasoning spans end with the provider's artefacts as an
-encrypted value; a call that may wait for approval is held back until its outcome is
-known (never a call without a result); a resumed run reopens the calls it continues.
+run's single terminal event. Rules (AGUI.md): text and reasoning as `streams.py` keeps
+them; a call that may wait for approval is held back until its outcome is known (never
+a call without a result); a resumed run reopens the calls it continues.
 """
 
 from __future__ import annotations
@@ -20,12 +19,6 @@ from typing import Any
 from ag_ui.core import (
     BaseEvent,
     CustomEvent,
-    ReasoningEncryptedValueEvent,
-    ReasoningEndEvent,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    ReasoningStartEvent,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -36,9 +29,6 @@ from ag_ui.core import (
     SubagentFinishedSuccessOutcome,
     SubagentFinishedSuspendedOutcome,
     SubagentStartedEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
@@ -47,14 +37,14 @@ from ag_ui.core import (
 
 from supervisor_graph.agui.content import result_content
 from supervisor_graph.agui.interrupts import Dialect, Pause
-from supervisor_graph.agui.messages import encode_reasoning, reasoning_message_id
 from supervisor_graph.agui.state import SharedState
 from supervisor_graph.agui.state import delta as state_delta
+from supervisor_graph.agui.streams import MessageStreams
 from supervisor_graph.agui.subagents import Invocation, SubagentTracker, error_code, subagent_run_id
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.agui.usage import UsageMeter
-from supervisor_graph.run.chunks import StreamChunk
 from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL
+from supervisor_graph.run.chunks import StreamChunk
 from supervisor_graph.run.facade import GenerateResult
 
 __all__ = ["Reopen", "RunSettings", "RunTranslator"]
@@ -115,9 +105,7 @@ class RunTranslator:
         self.reopen = reopen or {}
         self.usage = UsageMeter()
         self.subagents = SubagentTracker()
-        self.text: dict[str, str] = {}
-        self.reasoning_message: dict[str, str] = {}
-        self.reasoning_span: dict[str, str] = {}
+        self.streams = MessageStreams(self._sub)
         self.calls: dict[Key, _Call] = {}
         self.held: dict[Key, _Call] = {}
         self.started: set[Key] = set()
@@ -144,31 +132,6 @@ class RunTranslator:
             self._used.add(got)
             self._ids[key] = got
         return got
-
-    def _close_text(self, ns: str) -> list[BaseEvent]:
-        mid = self.text.pop(ns, None)
-        return [TextMessageEndEvent(message_id=mid, subagent_run_id=self._sub(ns), timestamp=_now())] if mid else []
-
-    def _close_reasoning_message(self, ns: str) -> list[BaseEvent]:
-        rid = self.reasoning_message.pop(ns, None)
-        return [ReasoningMessageEndEvent(message_id=rid, subagent_run_id=self._sub(ns), timestamp=_now())] if rid else []
-
-    def _close_span(self, ns: str) -> list[BaseEvent]:
-        events = self._close_reasoning_message(ns)
-        rid = self.reasoning_span.pop(ns, None)
-        if rid:
-            events.append(ReasoningEndEvent(message_id=rid, subagent_run_id=self._sub(ns), timestamp=_now()))
-        return events
-
-    def _close_streams(self, ns: str | None = None) -> list[BaseEvent]:
-        """End open text and reasoning (in `ns` and below, or everywhere)."""
-        names = {*self.text, *self.reasoning_message, *self.reasoning_span}
-        if ns is not None:
-            names = {n for n in names if n == ns or n.startswith(ns + "|")}
-        events: list[BaseEvent] = []
-        for name in sorted(names, key=lambda n: n.count("|"), reverse=True):
-            events += self._close_text(name) + self._close_span(name)
-        return events
 
     def _start_call(self, key: Key, call: _Call, *, args: bool) -> list[BaseEvent]:
         cid, sub = self._call_id(key), self._sub(key[0])
@@ -227,7 +190,7 @@ class RunTranslator:
         call_id = self._call_id((chunk.namespace, str(task.get("tool_call_id") or "")))
         launched = [ns for ns, invocation in self.subagents.open.items() if invocation.tool_call_id == call_id]
         for ns in launched:
-            events += self._close_streams(ns)
+            events += self.streams.close(ns)
             events += [
                 SubagentFinishedEvent(
                     subagent_run_id=invocation.subagent_run_id,
@@ -246,55 +209,20 @@ class RunTranslator:
         ns, delta = chunk.namespace, chunk.text
         if not self._visible(ns) or not delta:
             return []
-        mid = str(chunk.payload.get("message_id") or f"msg-{uuid.uuid4()}")
-        sub, events = self._sub(ns), []
-        if self.text.get(ns) != mid:
-            events += self._close_text(ns) + self._close_reasoning_message(ns)
-            events.append(TextMessageStartEvent(message_id=mid, role="assistant", subagent_run_id=sub, timestamp=_now()))
-            self.text[ns] = mid
-        events.append(TextMessageContentEvent(message_id=mid, delta=delta, subagent_run_id=sub, timestamp=_now()))
-        return events
+        return self.streams.text_delta(ns, str(chunk.payload.get("message_id") or f"msg-{uuid.uuid4()}"), delta)
 
     def _on_reasoning_delta(self, chunk: StreamChunk) -> list[BaseEvent]:
         ns, delta = chunk.namespace, chunk.text
         if not self._visible(ns) or not delta:
             return []
-        rid = reasoning_message_id(str(chunk.payload.get("message_id") or uuid.uuid4()))
-        return [*self._open_reasoning(ns, rid), ReasoningMessageContentEvent(message_id=rid, delta=delta, subagent_run_id=self._sub(ns), timestamp=_now())]
-
-    def _open_reasoning(self, ns: str, rid: str) -> list[BaseEvent]:
-        sub, events = self._sub(ns), self._close_text(ns)
-        if self.reasoning_span.get(ns) != rid:
-            events += self._close_span(ns)
-            events.append(ReasoningStartEvent(message_id=rid, subagent_run_id=sub, timestamp=_now()))
-            self.reasoning_span[ns] = rid
-        if self.reasoning_message.get(ns) != rid:
-            events += self._close_reasoning_message(ns)
-            events.append(ReasoningMessageStartEvent(message_id=rid, role="reasoning", subagent_run_id=sub, timestamp=_now()))
-            self.reasoning_message[ns] = rid
-        return events
+        return self.streams.reasoning_delta(ns, str(chunk.payload.get("message_id") or uuid.uuid4()), delta)
 
     def _on_step_finish(self, chunk: StreamChunk) -> list[BaseEvent]:
         ns, payload = chunk.namespace, chunk.payload
         self.usage.add(ns, payload)
         if not self._visible(ns):
             return []
-        events = self._close_text(ns) + self._close_reasoning_message(ns)
-        artifacts, mid = payload.get("reasoning_artifacts"), payload.get("message_id")
-        if artifacts and mid:
-            rid = reasoning_message_id(str(mid))
-            if self.reasoning_span.get(ns) != rid:
-                events += self._open_reasoning(ns, rid) + self._close_reasoning_message(ns)
-            events.append(
-                ReasoningEncryptedValueEvent(
-                    subtype="message",
-                    entity_id=rid,
-                    encrypted_value=encode_reasoning(artifacts),
-                    subagent_run_id=self._sub(ns),
-                    timestamp=_now(),
-                )
-            )
-        return events + self._close_span(ns)
+        return self.streams.step_finished(ns, payload)
 
     def _memory_update(self, chunk: StreamChunk) -> bool:
         """A working-memory update: the client sees its effect on the state, not the call."""
@@ -309,7 +237,7 @@ class RunTranslator:
         self.calls[key] = call
         if not self._visible(ns):
             return []
-        events = self._close_text(ns) + self._close_reasoning_message(ns)
+        events = self.streams.close_messages(ns)
         if not ns and call.name in self.s.frontend_tools:
             self.frontend.append(key)
         elif self.s.tree.needs_approval(chunk.agent_path, call.name):
@@ -390,7 +318,7 @@ class RunTranslator:
             return []
         p = chunk.payload
         ns = str(p.get("namespace") or "")
-        events = self._close_streams(ns)
+        events = self.streams.close(ns)
         for invocation in self.subagents.close(ns):
             if invocation.namespace != ns:
                 events.append(self._cancelled(invocation))
@@ -433,7 +361,7 @@ class RunTranslator:
 
     def finish(self, result: GenerateResult) -> list[BaseEvent]:
         """Close what is open and end the run: cancelled, interrupt or success."""
-        events = self._close_streams()
+        events = self.streams.close()
         done: dict[str, Any] = {"thread_id": self.thread_id, "run_id": self.run_id, "timestamp": _now()}
         if result.finish_reason == "abort":
             events += [self._cancelled(inv) for inv in self.subagents.close_all()]
@@ -473,6 +401,6 @@ class RunTranslator:
 
     def fail(self, code: str, message: str) -> list[BaseEvent]:
         """Close what is open and end the run with `RUN_ERROR`."""
-        events = self._close_streams()
+        events = self.streams.close()
         events += [self._cancelled(inv) for inv in self.subagents.close_all()]
         return [*events, RunErrorEvent(message=message, code=code, usage=self.usage.total(), timestamp=_now())]

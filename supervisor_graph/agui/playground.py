@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from supervisor_graph.agui.agent import AGUIAgent
 from supervisor_graph.agui.serving import root_thread, thread_access
+from supervisor_graph.agui.sse import add_agui_endpoint
 
 __all__ = ["PLAYGROUND_AGENT_PATH", "add_playground"]
 
@@ -50,8 +51,6 @@ def _message(message: BaseMessage) -> dict[str, Any] | None:
 def add_playground(app: FastAPI, main: AGUIAgent) -> None:
     """Serve the page at `/` for `main`'s agent (and its assets, its AG-UI endpoint, the
     resource's threads and their history)."""
-    from supervisor_graph.agui.endpoint import add_agui_endpoint
-
     bridge = AGUIAgent(
         main.agent,
         resource_id=main.resource_id,

@@ -5,25 +5,45 @@ chunks a local run produces, and the bridge's translator turns them into AG-UI e
 The remote thread's metadata holds the resource (user) that owns it, as a local thread's
 checkpoints do; interrupts on the remote thread are the run's AG-UI interrupts, answered
 with `RunAgentInput.resume` (a `Command(resume=...)` on the remote thread).
+
+`RemoteBridge.events` is such a run from its `RunAgentInput` to its terminal event.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    BaseEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunFinishedSuccessOutcome,
+)
 from langchain_core.messages import BaseMessage, convert_to_messages, message_to_dict
 
-from supervisor_graph.agui.interrupts import Pause
-from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage, make_chunk
-from supervisor_graph.nodes.text import text_of_content
+from supervisor_graph.agui.events import Reopen, RunSettings, RunTranslator
+from supervisor_graph.agui.frontend import InputError
+from supervisor_graph.agui.interrupts import Dialect, Pause, plan_resume
+from supervisor_graph.agui.messages import new_messages
+from supervisor_graph.agui.outcomes import client_error
+from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.nodes.errors import log_failure
+from supervisor_graph.nodes.text import text_of_content
+from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage, make_chunk
 from supervisor_graph.run.results import GenerateResult, PendingItem
 
 __all__ = ["RemoteBridge", "RemoteStream"]
+
+log = logging.getLogger("supervisor_graph.agui")
 
 
 def _value(item: dict[str, Any], graph_id: str) -> dict[str, Any]:
@@ -80,6 +100,69 @@ class RemoteBridge:
 
     def stream(self, thread: str, run_input: dict[str, Any], run_id: str, abort: Any) -> RemoteStream:
         return RemoteStream(self, thread, run_input, run_id, abort)
+
+    async def events(
+        self, input: RunAgentInput, resource: Callable[[], Awaitable[str]], dialect: Dialect, abort: Any
+    ) -> AsyncGenerator[BaseEvent, None]:
+        """A run's AG-UI events after `RUN_STARTED` (SPEC §21): the AG-UI thread is a
+        thread on the server, owned by the resource `resource()` names."""
+        try:
+            user = await resource()
+            thread = self.thread_id(input.thread_id)
+            owner = await self.owner(thread)
+            if owner is not None and owner != user:
+                raise InputError("THREAD_FORBIDDEN", "This thread belongs to another user.")
+            state = await self.open(thread, user)
+            pending = self.pauses(state)
+            reopen: dict[tuple[str, str], Reopen] = {}
+            if input.resume:
+                answers, chosen = plan_resume(input.resume, pending, dialect)
+                for pause in chosen:
+                    reopen[(pause.namespace, pause.tool_call_id)] = Reopen(
+                        full=pause.kind == "approval", tool_name=pause.tool_name, args=pause.args
+                    )
+                run_input: dict[str, Any] = {"command": {"resume": answers}}
+            else:
+                if pending:
+                    raise InputError(
+                        "INTERRUPT_PENDING",
+                        f"{len(pending)} interrupt(s) are waiting on this thread; answer them with RunAgentInput.resume first.",
+                    )
+                fresh = new_messages(input.messages, self.stored(state))
+                if not fresh:
+                    yield RunFinishedEvent(
+                        thread_id=input.thread_id, run_id=input.run_id, outcome=RunFinishedSuccessOutcome(), timestamp=int(time.time() * 1000)
+                    )
+                    return
+                run_input = {"input": {"messages": to_input(fresh)}}
+        except Exception as exc:  # noqa: BLE001 - refused before anything ran, or the server is unreachable
+            code, message = client_error(exc, bool(input.resume))
+            if code == "AGENT_ERROR":
+                log_failure(log, logging.ERROR, "AG-UI run %s could not start on the remote server", exc, input.run_id)
+            yield RunErrorEvent(message=message, code=code, timestamp=int(time.time() * 1000))
+            return
+        settings = RunSettings(
+            dialect=dialect,
+            attributed=False,
+            omit_subagent_results=False,
+            parts=input.protocol_version == PROTOCOL_VERSION,
+            frontend_tools=frozenset(),
+            tree=AgentTree(self.remote),
+        )
+        translator = RunTranslator(settings, input.thread_id, input.run_id, reopen)
+        stream = self.stream(thread, run_input, input.run_id, abort)
+        try:
+            async for chunk in stream.full_stream:
+                for event in translator.on_chunk(chunk):
+                    yield event
+            result = await stream.result()
+        except Exception as exc:  # noqa: BLE001 - the remote run failed: RUN_ERROR, details in the log
+            log_failure(log, logging.ERROR, "AG-UI run %s failed on the remote server", exc, input.run_id)
+            for event in translator.fail(*client_error(exc, False)):
+                yield event
+            return
+        for event in translator.finish(result):
+            yield event
 
 
 class RemoteStream:

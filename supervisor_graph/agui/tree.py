@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from supervisor_graph.agent import Agent
+from supervisor_graph.declaration.remote import RemoteAgent
 
 __all__ = ["AgentTree"]
 
 
 class AgentTree:
-    def __init__(self, root: Agent) -> None:
+    def __init__(self, root: Agent | RemoteAgent) -> None:
         self.root = root
         self.descriptions: dict[str, str | None] = {}
         stack: list[Any] = [root]

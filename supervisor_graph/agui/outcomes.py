@@ -1,0 +1,44 @@
+"""How AG-UI runs end: `RunRecord` (what `AGUIAgent.recent_runs` keeps of each run) and
+`client_error`, the code and message a failed run shows its client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from supervisor_graph.agui.frontend import InputError
+from supervisor_graph.agui.interrupts import ResumeError
+from supervisor_graph.declaration.errors import (
+    MissingAPIKeyError,
+    NothingPendingError,
+    PendingApprovalError,
+    ThreadBusyError,
+)
+
+__all__ = ["RunRecord", "client_error"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """How one AG-UI run ended: `success`, `interrupt`, `cancelled` or `error`."""
+
+    thread_id: str
+    run_id: str
+    outcome: str
+    code: str | None = None
+
+
+def client_error(exc: BaseException, resuming: bool) -> tuple[str, str]:
+    """A code and a message safe to show a client (no stack trace, no provider text)."""
+    if isinstance(exc, (ResumeError, InputError)):
+        return exc.code, exc.message
+    if isinstance(exc, ThreadBusyError):
+        return "THREAD_BUSY", "Another run is in progress on this thread; try again when it has finished."
+    if isinstance(exc, PendingApprovalError):
+        return "INTERRUPT_PENDING", "Interrupts are waiting on this thread; answer them with RunAgentInput.resume first."
+    if isinstance(exc, NothingPendingError):
+        return "INTERRUPT_NOT_PENDING", "Nothing is pending on this thread."
+    if isinstance(exc, MissingAPIKeyError):
+        return "MODEL_NOT_CONFIGURED", "The agent's model is not configured on the server."
+    if resuming and isinstance(exc, ValueError):
+        return "INVALID_RESUME_PAYLOAD", "The resume payload does not fit what the paused tool expects; nothing was resumed."
+    return "AGENT_ERROR", f"The agent failed ({type(exc).__name__}); the server's log has the details."
