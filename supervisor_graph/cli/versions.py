@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from supervisor_graph.cli.main import load_agent
+from supervisor_graph.cli.target import load_agent
 from supervisor_graph.declaration.errors import CLIError
 from supervisor_graph.memory.memory import Memory
 
