@@ -16,7 +16,6 @@ Example:
 """
 
 from supervisor_graph.agent import Agent
-from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage
 from supervisor_graph.compiler.build import compile_agent
 from supervisor_graph.declaration.errors import (
     MissingAPIKeyError,
@@ -26,7 +25,23 @@ from supervisor_graph.declaration.errors import (
     SupervisorGraphError,
     ThreadBusyError,
 )
+from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.declaration.scorers import (
+    Score,
+    ScoringContext,
+    TaskCompleteResult,
+    create_rubric_scorer,
+    create_scorer,
+)
+from supervisor_graph.declaration.tools import (
+    ToolCallInfo,
+    create_tool,
+    current_request_context,
+    current_tool_call,
+    suspend,
+)
 from supervisor_graph.memory.memory import Memory, ThreadRecord
+from supervisor_graph.memory.versions import AgentDefinition, AgentVersion
 from supervisor_graph.nodes.context import AbortController, AbortSignal, RequestContext
 from supervisor_graph.nodes.delegation import (
     DELEGATION_HOOK_ERRORS,
@@ -44,11 +59,8 @@ from supervisor_graph.nodes.options import DelegationOptions, MemoryOptions, Run
 from supervisor_graph.nodes.state import SupervisorState
 from supervisor_graph.nodes.versions import VERSIONS_KEY, VersionSelection
 from supervisor_graph.nodes.working_memory import WorkingMemory, WorkingMemoryError
-from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage
 from supervisor_graph.run.facade import AgentStream, GenerateResult, PendingItem
-from supervisor_graph.declaration.scorers import Score, ScoringContext, TaskCompleteResult, create_rubric_scorer, create_scorer
-from supervisor_graph.declaration.tools import ToolCallInfo, create_tool, current_request_context, current_tool_call, suspend
-from supervisor_graph.memory.versions import AgentDefinition, AgentVersion
 
 __all__ = [
     "DELEGATION_HOOK_ERRORS",

@@ -14,8 +14,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from supervisor_graph import VERSIONS_KEY, Agent, Memory
-from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 from supervisor_graph.memory.versions import VERSIONS_NAMESPACE
+from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 
 def lookup(query: str) -> str:
