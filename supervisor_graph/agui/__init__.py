@@ -7,7 +7,8 @@
     app = FastAPI()
     add_agui_endpoint(app, AGUIAgent(parent, resource_id="user-123"), path="/agent")
 
-Needs the `agui` extra: `pip install 'supervisor-graph[agui]'`.
+Needs the `agui` extra: `pip install 'supervisor-graph[agui]'`. Imports the agent, the
+run facade and everything below them; never the CLI, which serves it.
 """
 
 from supervisor_graph.agui.agent import AGUIAgent

@@ -218,6 +218,6 @@ def test_every_package_says_what_it_holds_and_may_import() -> None:
         if path.name != "__init__.py" or module in ("bench", "supervisor_graph"):
             continue
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-        if "import" not in doc.lower():
+        if not any(word in doc.lower() for word in ("imports ", "import nothing", "imports nothing")):
             silent.append(module)
     assert silent == []
