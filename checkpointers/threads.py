@@ -13,8 +13,13 @@ from supervisor_graph.checkpointers.naming import NS_JOIN
 
 __all__ = ["ThreadRecord", "list_threads", "OWN_KEYS", "thread_metadata"]
 
-# Metadata keys this library writes on checkpoints (the rest is the caller's).
-OWN_KEYS = frozenset({"resource_id", "agent_id", "parent_thread_id", "delegation_thread_id"})
+# Metadata keys this library writes on checkpoints (the rest is the caller's); the
+# second line names the runs for traces (nodes/tracing.py), and a run's metadata reaches
+# its checkpoints too.
+OWN_KEYS = frozenset(
+    {"resource_id", "agent_id", "parent_thread_id", "delegation_thread_id",
+     "agent_name", "agent_path", "tool_call_id", "sub_agent_thread_id", "parent_run_id", "supervisor_graph_tracing"}
+)  # fmt: skip
 _LANGGRAPH_KEYS = frozenset(
     {"source", "step", "parents", "writes", "thread_id", "checkpoint_ns", "checkpoint_id", "run_id", "run_attempt",
      "graph_id", "assistant_id", "user_id", "counters_since_delta_snapshot", "checkpoint_map"}

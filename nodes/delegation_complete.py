@@ -31,6 +31,7 @@ from supervisor_graph.nodes.references import assign_ref, ref_line
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, complete_node
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.tracing import announce
 
 __all__ = ["complete_hook", "finish_delegation", "make_complete_node", "result_message"]
 
@@ -100,7 +101,8 @@ async def complete_hook(
     return outcome, ctx.bailed
 
 
-def finish_delegation(
+async def finish_delegation(
+    config: RunnableConfig,
     opts: RunOptions,
     handle: RunHandle,
     record: DelegationRecord,
@@ -113,8 +115,10 @@ def finish_delegation(
     """What a subagent node returns once its subagent (local or remote) has run: on to
     `<key>.complete` when the run has that hook, else the tool result for the supervisor
     (a caller's cancel inside the delegation stops the parent too)."""
+    summary = {**record.summary(), "namespace": namespace}
     if emit.active:
-        emit("delegation-complete", {**record.summary(), "namespace": namespace})
+        emit("delegation-complete", summary)
+    await announce(config, "delegation-complete", summary, handle.agent_path)
     if opts.delegation.on_delegation_complete is not None:
         payload = {"call": call, "artifact": artifact, "text": record.text, "prompt": record.prompt}
         return Command(goto=Send(complete_node(key), payload))

@@ -31,10 +31,12 @@ from supervisor_graph.nodes.delegation_view import apply_message_filter, model_v
 from supervisor_graph.nodes.errors import log_failure
 from supervisor_graph.nodes.events import EVENT_KEY, Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle
+from supervisor_graph.nodes.otel import traceparent_headers
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import zero_usage
 from supervisor_graph.nodes.text import text_of_content
+from supervisor_graph.nodes.tracing import announce
 
 __all__ = ["RemoteSpec", "make_remote_node", "remote_thread_id"]
 
@@ -123,10 +125,9 @@ def make_remote_node(parent: AgentSpec, key: str, spec: RemoteSpec) -> Any:
         )
         handle.delegations[tool_call_id] = record
         emit = Emitter(runtime, handle)
-        emit(
-            "delegation-start",
-            {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": prompt, "namespace": namespace},
-        )
+        announced = {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": prompt, "namespace": namespace}
+        emit("delegation-start", announced)
+        await announce(config, "delegation-start", announced, handle.agent_path)
         sub_path = (*handle.agent_path, agent_id)
         try:
             parent_messages: list[BaseMessage] = read_channel(config, "messages") or []
@@ -144,7 +145,7 @@ def make_remote_node(parent: AgentSpec, key: str, spec: RemoteSpec) -> Any:
             run_input: dict[str, Any] = {"input": {"messages": [{"role": "user", "content": prompt}]}, "context": context}
             while True:
                 if not started or run_input.get("command") is not None:
-                    await _stream(client, spec, thread_id, run_input, emit, sub_path, namespace, handle)
+                    await _stream(client, spec, thread_id, run_input, emit, sub_path, namespace, handle, traceparent_headers(config))
                     started = True
                     state = await client.threads.get_state(thread_id)
                 waiting = state.get("interrupts") or []
@@ -169,7 +170,7 @@ def make_remote_node(parent: AgentSpec, key: str, spec: RemoteSpec) -> Any:
             "sub_agent_thread_id": thread_id,
             "remote": {"url": spec.url, "graph_id": spec.graph_id},
         }
-        return finish_delegation(opts, handle, record, call, key, artifact, emit, namespace)
+        return await finish_delegation(config, opts, handle, record, call, key, artifact, emit, namespace)
 
     run_remote.__name__ = key
     return run_remote
@@ -184,8 +185,10 @@ async def _stream(
     path: tuple[str, ...],
     namespace: str,
     handle: RunHandle,
+    headers: dict[str, str],
 ) -> None:
-    """One remote run, its tokens streamed as the subagent's; cancelled with the run."""
+    """One remote run, its tokens streamed as the subagent's; cancelled with the run.
+    `headers`: the trace context (`traceparent`) the remote server continues."""
     created: list[str] = []
     try:
         async for part in client.runs.stream(
@@ -193,6 +196,7 @@ async def _stream(
             spec.graph_id,
             stream_mode=_MODES,
             on_run_created=lambda meta: created.append(str(meta["run_id"])),
+            headers=headers or None,
             **run_input,
         ):
             if part.event == "error":

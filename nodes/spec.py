@@ -90,6 +90,8 @@ class AgentSpec:
     working_memory: WorkingMemory | None = None
     background: BackgroundSettings | None = None
     retry_policy: Any = None  # the agent's RetryPolicy for its model calls
+    agent_name: str = ""  # `Agent.name`, else its id: what traces call it
+    tracing: bool = True  # False: `Agent(tracing=False)`, no OpenTelemetry spans for its runs
     # (selection, the run's store) -> a version resolver, for runs the facade did not
     # prepare (Studio, servers, `graph.ainvoke`); given by the compiler, which knows how
     # versions are stored

@@ -48,6 +48,7 @@ from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import zero_usage
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.tools import ended_by_cancel
+from supervisor_graph.nodes.tracing import agent_metadata, announce, detached_config, parent_run_of
 
 __all__ = ["make_subagent_node", "sub_options", "text_of"]
 
@@ -117,7 +118,7 @@ def make_subagent_node(
         )
         # a continuation in the same run already announced the delegation; a resumed run
         # announces it again, as a subgraph's re-run node did
-        announce = not continued or tool_call_id not in handle.delegations
+        announced = not continued or tool_call_id not in handle.delegations
         handle.delegations[tool_call_id] = record
 
         values = task.get("request_context")
@@ -127,11 +128,10 @@ def make_subagent_node(
         request_context.set(RESOURCE_ID_KEY, resource_id)
 
         emit = Emitter(runtime, handle)
-        if announce:
-            emit(
-                "delegation-start",
-                {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": prompt, "namespace": task_ns},
-            )
+        if announced:
+            started = {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": prompt, "namespace": task_ns}
+            emit("delegation-start", started)
+            await announce(config, "delegation-start", started, handle.agent_path)
         try:
             parent_messages: list[BaseMessage] = read_channel(config, "messages") or []
             chosen = await apply_message_filter(
@@ -157,13 +157,18 @@ def make_subagent_node(
                 **config,
                 "metadata": {
                     **(config.get("metadata") or {}),
-                    "agent_id": agent_id,
+                    # who runs, for traces (SPEC §24): every run of the delegation inherits it
+                    **agent_metadata(agent_id, sub_spec.agent_name, sub_handle.agent_path, sub_spec.tracing),
+                    "tool_call_id": tool_call_id,
+                    "sub_agent_thread_id": thread_id or "",
+                    "thread_id": handle.thread_id or "",
                     "resource_id": resource_id,
                     "parent_thread_id": handle.thread_id or "",
                     **_thread_metadata(task.get("thread_metadata")),
                 },
             }
             context = RunContext.for_run(sub_opts, sub_handle)
+            named: RunnableConfig = {**sub_config, "run_name": sub_spec.agent_name or agent_id}  # its run, named after it
 
             async def _execute() -> Command[Any] | None:
                 if can_run_directly(sub_spec, sub_opts, per_parent_thread):
@@ -173,14 +178,15 @@ def make_subagent_node(
                     if lock is None:
                         lock = _thread_locks[thread_id] = asyncio.Lock()
                     async with lock:
-                        await _run(graph, prompt, sub_config, context, record)
+                        await _run(graph, prompt, named, context, record)
                 else:
-                    await _run(graph, prompt, sub_config, context, record)
+                    await _run(graph, prompt, named, context, record)
                 return None
 
             settings = parent.background.for_key(key) if parent.background is not None else None
             if settings is not None and handle.background is not None:
-                return _launch_background(
+                return await _launch_background(
+                    config,
                     BackgroundLaunch(
                         task_id=task_id_of(handle.thread_id, task_ns, tool_call_id),
                         key=key,
@@ -189,7 +195,8 @@ def make_subagent_node(
                         tool_name=call["name"],
                         prompt=prompt,
                         graph=graph,
-                        config=sub_config,
+                        # its own trace, linked to this run: it outlives it (SPEC §24)
+                        config=detached_config(sub_config, parent_run_of(config)),
                         context=context,
                         settings=settings,
                         parent_options=opts,
@@ -201,7 +208,7 @@ def make_subagent_node(
             if settings is not None and server_task is None and parent.server_host_for is not None:
                 host = parent.server_host_for(config)
                 if host is not None:  # a LangGraph server drives the graph: its queue hosts the task
-                    return await _launch_on_server(host, task, handle, key, agent_id, prompt, settings, task_ns, emit)
+                    return await _launch_on_server(config, host, task, handle, key, agent_id, prompt, settings, task_ns, emit)
             if server_task is not None:
                 return await _run_server_task(parent, server_task, record, emit, config, _execute)
             if settings is not None and key not in _warned_inline:
@@ -233,20 +240,20 @@ def make_subagent_node(
         }
         if ended_by_cancel(record.messages):  # the caller cancelled a suspended call: stop here too
             artifact["cancelled"] = True
-        return finish_delegation(opts, handle, record, call, key, artifact, emit, task_ns)
+        return await finish_delegation(config, opts, handle, record, call, key, artifact, emit, task_ns)
 
     run_subagent.__name__ = key
     return run_subagent
 
 
-def _launch_background(launch: BackgroundLaunch, emit: Emitter) -> Command[Any]:
+async def _launch_background(config: RunnableConfig, launch: BackgroundLaunch, emit: Emitter) -> Command[Any]:
     """Hand the delegation to the run's launcher and answer the supervisor at once."""
     handle = launch.parent_handle
     handle.delegations.pop(launch.tool_call_id, None)  # its outcome arrives as a notice, not a result
     launch.context.handle.stream_events = False  # nobody streams a background task's steps
     handle.background.launch(launch)
     call = {"id": launch.tool_call_id, "name": launch.tool_name}
-    return _started_update(launch.task_id, launch.key, launch.agent_id, call, launch.prompt, emit)
+    return await _started_update(config, handle, launch.task_id, launch.key, launch.agent_id, call, launch.prompt, emit)
 
 
 async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunContext, record: DelegationRecord) -> None:
@@ -263,10 +270,13 @@ async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunCont
     record_answer(record, latest)
 
 
-def _started_update(task_id: str, key: str, agent_id: str, call: Any, prompt: str, emit: Emitter, **where: Any) -> Command[Any]:
+async def _started_update(
+    config: RunnableConfig, handle: RunHandle, task_id: str, key: str, agent_id: str, call: Any, prompt: str, emit: Emitter, **where: Any
+) -> Command[Any]:
     """The supervisor's answer for a task that has started, and its record in the state."""
     started = {"task_id": task_id, "agent_key": key, "agent_id": agent_id, "tool_call_id": call["id"] or "", "prompt": prompt}
     emit("background-task-started", started)
+    await announce(config, "background-task-started", started, handle.agent_path)
     message = ToolMessage(
         content=started_text(task_id, call["name"]),
         tool_call_id=call["id"] or "",
@@ -282,6 +292,7 @@ def _started_update(task_id: str, key: str, agent_id: str, call: Any, prompt: st
 
 
 async def _launch_on_server(
+    config: RunnableConfig,
     host: Any, task: dict[str, Any], handle: RunHandle, key: str, agent_id: str, prompt: str, settings: Any, ns: str, emit: Emitter
 ) -> Command[Any]:
     """Start the delegation as a run of this graph on a thread of its own (SPEC §12)."""
@@ -302,7 +313,7 @@ async def _launch_on_server(
         "retries": settings.retries,
     }
     where = await host.start(server_task)
-    return _started_update(task_id, key, agent_id, call, prompt, emit, **where)
+    return await _started_update(config, handle, task_id, key, agent_id, call, prompt, emit, **where)
 
 
 async def _run_server_task(
@@ -330,7 +341,10 @@ async def _run_server_task(
         if status == "completed":
             break
     text = outcome_text(status, record, timeout)
-    emit("background-task-completed" if status == "completed" else "background-task-failed", {"task_id": server_task["task_id"], "status": status})
+    kind = "background-task-completed" if status == "completed" else "background-task-failed"
+    ended = {"task_id": server_task["task_id"], "status": status}
+    emit(kind, ended)
+    await announce(config, kind, ended, emit.agent_path)
     host = parent.server_host_for(config) if parent.server_host_for is not None else None
     if host is not None:
         await host.report(server_task, status, text)

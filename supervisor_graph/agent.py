@@ -85,6 +85,10 @@ class Agent(BaseModel):
         description='A persistent scratchpad (SPEC §8): {"scope": "resource" | "thread", "template": str} or '
         '{"scope": ..., "schema": PydanticModel}; True for the defaults.',
     )
+    tracing: bool = Field(
+        default=True,
+        description="OpenTelemetry spans for this agent's runs when a tracer provider is configured (SPEC §24).",
+    )
     retry_policy: Any = Field(
         default_factory=lambda: model_retry_policy(),
         description="LangGraph RetryPolicy for this agent's model calls (None: no retries).",

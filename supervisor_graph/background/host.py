@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.types import Command
 
 from supervisor_graph.background.runner import runner
@@ -44,6 +45,7 @@ from supervisor_graph.nodes.delegation import (
 )
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.subagent import sub_options
+from supervisor_graph.nodes.tracing import agent_metadata
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
@@ -98,6 +100,9 @@ class RunBackground:
             self.launched.append(launch.task_id)
 
     async def _execute(self, launch: BackgroundLaunch, resume: Any = None) -> None:
+        # A trace of its own (linked by its metadata): the run that launched it may end
+        # first, so its runs must not hang under that run's node (SPEC §24).
+        var_child_runnable_config.set(None)
         lease = ThreadLease(self.storage.leases, f"bg:{launch.task_id}")
         try:
             await lease.acquire()
@@ -334,7 +339,12 @@ class RunBackground:
             tool_name=record.get("tool_name") or f"agent-{record['agent_key']}",
             prompt=record["prompt"],
             graph=sub.graph,
-            config={"metadata": {"agent_id": sub.id, "parent_thread_id": self.thread_id}},
+            config={
+                "metadata": {
+                    **agent_metadata(sub.id, sub.name, (self.agent.id, sub.id), sub.tracing),
+                    "parent_thread_id": self.thread_id,
+                }
+            },
             context=context,
             settings=settings or BackgroundTaskConfig(),
             parent_options=parent_options,

@@ -34,6 +34,7 @@ from supervisor_graph.nodes.delegation import make_complete_node, make_start_nod
 from supervisor_graph.nodes.errors import unwrapping_retry_on
 from supervisor_graph.nodes.iteration import make_iteration_node
 from supervisor_graph.nodes.options import RunContext
+from supervisor_graph.nodes.otel import span_handler
 from supervisor_graph.nodes.remote import make_remote_node
 from supervisor_graph.nodes.routing import (
     ITERATION_NODE,
@@ -48,6 +49,7 @@ from supervisor_graph.nodes.subagent import make_subagent_node
 from supervisor_graph.nodes.supervisor import make_supervisor_node
 from supervisor_graph.nodes.task_complete import make_task_complete_node
 from supervisor_graph.nodes.tools import make_tools_node
+from supervisor_graph.nodes.tracing import agent_metadata
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
@@ -107,6 +109,8 @@ def build_spec(agent: Agent) -> AgentSpec:
         client_tools=frozenset(name for name, tool in tools.items() if is_client_tool(tool)),
         working_memory=agent.effective_working_memory,
         retry_policy=agent.retry_policy,
+        agent_name=agent.name or agent.id,
+        tracing=agent.tracing,
         background=agent.background_settings,
         versions_for=resolver_for,
         server_host_for=server_host,
@@ -184,8 +188,7 @@ def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSp
     spec = build_spec(agent)
     builder = new_builder(agent, spec)
     add_nodes(builder, agent, spec, node_table(agent, spec), list(agent.agents))
-    graph = builder.compile(checkpointer=checkpointer, store=store, name=agent.id)
-    return graph, spec
+    return _identified(agent, builder.compile(checkpointer=checkpointer, store=store, name=agent.id)), spec
 
 
 def _build_dynamic(agent: Agent, *, checkpointer: Any, store: Any) -> Any:
@@ -195,7 +198,18 @@ def _build_dynamic(agent: Agent, *, checkpointer: Any, store: Any) -> Any:
     names = [SUPERVISOR_NODE, TOOLS_NODE, ITERATION_NODE, TASK_COMPLETE_NODE, start_node(SLOT), SLOT, complete_node(SLOT)]
     builder = new_builder(agent, spec)
     add_nodes(builder, agent, spec, {name: dynamic.node(name) for name in names}, [SLOT])
-    return builder.compile(checkpointer=checkpointer, store=store, name=agent.id)
+    return _identified(agent, builder.compile(checkpointer=checkpointer, store=store, name=agent.id))
+
+
+def _identified(agent: Agent, graph: CompiledStateGraph) -> CompiledStateGraph:
+    """The graph with the agent's identity in its runs' metadata (SPEC §24), and the
+    OpenTelemetry span handler when a tracer provider is configured. A delegation's
+    config names the subagent over this when the graph runs as a subgraph."""
+    config: dict[str, Any] = {"metadata": agent_metadata(agent.id, agent.name, (agent.id,), agent.tracing)}
+    handler = span_handler() if agent.tracing else None
+    if handler is not None:
+        config["callbacks"] = [handler]
+    return graph.with_config(config)  # type: ignore[arg-type]
 
 
 def compile_agent(agent: Agent, checkpointer: Any = None, store: Any = None, *, check_models: bool = True) -> CompiledStateGraph:
