@@ -17,7 +17,7 @@ from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from supervisor_graph.compiler.build import compile_agent
-from supervisor_graph.declaration.agent_rules import check_cycles, model_retry_policy
+from supervisor_graph.declaration.agent_rules import agents_from, check_cycles, model_retry_policy
 from supervisor_graph.declaration.models import parse_model_string
 from supervisor_graph.declaration.remote import RemoteAgent
 from supervisor_graph.declaration.tools import tool_from_callable
@@ -139,7 +139,7 @@ class Agent(BaseModel):
     def _agents_callable(cls, data: Any) -> Any:
         if isinstance(data, dict) and callable(data.get("agents")) and not isinstance(data["agents"], dict):
             factory = data["agents"]
-            data = {**data, "agents_factory": factory, "agents": agents_from(factory, RequestContext(), data.get("id"))}
+            data = {**data, "agents_factory": factory, "agents": agents_from(factory, RequestContext(), data.get("id"), (cls, RemoteAgent))}
         return data
 
     @field_validator("agents")
@@ -216,7 +216,9 @@ class Agent(BaseModel):
         factory = self.agents_factory
         if factory is None:
             return self
-        chosen = agents_from(factory, request_context if request_context is not None else RequestContext(), self.id)
+        chosen = agents_from(
+            factory, request_context if request_context is not None else RequestContext(), self.id, (Agent, RemoteAgent)
+        )
         key = tuple(sorted((k, v.id) for k, v in chosen.items()))
         if self._variants is None:
             self._variants = OrderedDict()
@@ -432,20 +434,3 @@ class Agent(BaseModel):
 
 
 _VARIANTS = 32
-
-
-def agents_from(factory: Callable[..., Any], request_context: RequestContext, agent_id: Any) -> dict[str, Any]:
-    """The subagents `factory` chooses for `request_context`, or one clear error naming
-    the agent whose callable failed."""
-    try:
-        chosen = factory(request_context)
-    except Exception as exc:
-        raise ValueError(f"Agent {agent_id!r}: its agents callable raised {type(exc).__name__}: {exc}") from exc
-    if not isinstance(chosen, dict) or not all(
-        isinstance(k, str) and isinstance(v, Agent | RemoteAgent) for k, v in chosen.items()
-    ):
-        raise ValueError(
-            f"Agent {agent_id!r}: its agents callable must return a dict of key -> Agent or RemoteAgent, "
-            f"got {type(chosen).__name__}"
-        )
-    return chosen

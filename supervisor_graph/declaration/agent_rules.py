@@ -3,6 +3,7 @@ its own subagent, and which model-call failures are retried."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from langgraph.types import RetryPolicy
@@ -13,7 +14,7 @@ from supervisor_graph.declaration.remote import RemoteAgent
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
 
-__all__ = ["check_cycles", "model_retry_policy"]
+__all__ = ["agents_from", "check_cycles", "model_retry_policy"]
 
 
 # Provider errors that say "try again" (OpenAI-compatible clients and others name them so).
@@ -51,3 +52,20 @@ def check_cycles(agent: Agent) -> None:
                 walk(sub, (*path, sub.id), (*ids, id(sub)))
 
     walk(agent, (agent.id,), (id(agent),))
+
+
+def agents_from(factory: Callable[..., Any], request_context: Any, agent_id: Any, kinds: tuple[type, ...]) -> dict[str, Any]:
+    """The subagents `factory` chooses for `request_context`, or one clear error naming
+    the agent whose callable failed."""
+    try:
+        chosen = factory(request_context)
+    except Exception as exc:
+        raise ValueError(f"Agent {agent_id!r}: its agents callable raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(chosen, dict) or not all(
+        isinstance(k, str) and isinstance(v, kinds) for k, v in chosen.items()
+    ):
+        raise ValueError(
+            f"Agent {agent_id!r}: its agents callable must return a dict of key -> Agent or RemoteAgent, "
+            f"got {type(chosen).__name__}"
+        )
+    return chosen
