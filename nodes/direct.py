@@ -146,7 +146,7 @@ async def run_directly(
     run = None
     if traced:
         manager = get_async_callback_manager_for_config(config)
-        run = await manager.on_chain_start(None, {"prompt": task["prompt"]}, name=spec.agent_id)
+        run = await manager.on_chain_start(None, {"prompt": task["prompt"]}, name=spec.agent_name or spec.agent_id)
         config = patch_config(config, callbacks=run.get_child())
     loop = _Loop(spec, config, opts, handle, runtime, namespace, history, journal)
     try:

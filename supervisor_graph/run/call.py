@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from supervisor_graph.background.host import RunBackground
 from supervisor_graph.background.outcomes import outcomes
@@ -43,9 +43,41 @@ from supervisor_graph.run.results import GenerateResult, background_pending, bui
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
 
-__all__ = ["Run", "answer_outcomes", "host_background"]
+__all__ = ["CallConfig", "Run", "answer_outcomes", "host_background"]
 
 T = TypeVar("T")
+
+
+class CallConfig(BaseModel):
+    """What `config=` may hold on a facade call (SPEC §24): the keys of a LangChain
+    `RunnableConfig` that mean the same as on `graph.ainvoke` (thread, checkpoint and run
+    id are the facade's own: `memory=` and `run_id` say them)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    callbacks: Any = None
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    run_name: str | None = None
+    max_concurrency: int | None = Field(default=None, ge=1)
+
+    @classmethod
+    def of(cls, value: Any) -> CallConfig:
+        try:
+            return cls.model_validate(value or {})
+        except ValidationError as exc:
+            raise ValueError(
+                f"invalid run options: config: {exc}\n(config= takes a RunnableConfig's callbacks, tags, metadata, "
+                "run_name and max_concurrency)"
+            ) from None
+
+    def runnable_config(self, run_id: uuid.UUID) -> RunnableConfig:
+        config: RunnableConfig = {"run_id": run_id, "recursion_limit": 10_000}
+        for key in ("callbacks", "tags", "metadata", "run_name", "max_concurrency"):
+            value = getattr(self, key)
+            if value is not None:
+                config[key] = value  # type: ignore[literal-required]
+        return config
 
 
 @dataclass(slots=True)
@@ -92,6 +124,8 @@ class Run:
         been told of (none: the input is empty, and the caller releases the run). `host`:
         a `Memory` used instead of the agent's (the until-idle calls without a thread host
         tasks in one)."""
+        options = dict(options)
+        traced = CallConfig.of(options.pop("config", None))
         try:
             opts = RunOptions.model_validate(merge_options(agent.default_options, options))
         except ValidationError as exc:
@@ -103,7 +137,7 @@ class Run:
         for value in _model_strings(agent, opts):
             check_credentials(value)
         run_uuid = uuid.UUID(run_id) if run_id else uuid.uuid4()
-        config: RunnableConfig = {"run_id": run_uuid, "recursion_limit": 10_000}
+        config: RunnableConfig = traced.runnable_config(run_uuid)
         thread_id = resource_id = None
         durability = None
         durable = False
@@ -131,7 +165,8 @@ class Run:
             saver, store = opened.saver, opened.store
             thread_id, resource_id = opts.memory.thread, opts.memory.resource
             config["configurable"] = {"thread_id": thread_id}
-            config["metadata"] = {"resource_id": resource_id or ""}
+            # the thread's owner is ours to say: a caller's metadata cannot claim another's
+            config["metadata"] = {**config.get("metadata", {}), "resource_id": resource_id or ""}
             durable = not isinstance(saver, InMemorySaver)
             if durable:
                 if opts.request_context is not None:
