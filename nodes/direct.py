@@ -40,7 +40,11 @@ from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import get_async_callback_manager_for_config, patch_config
+from langchain_core.runnables.config import (
+    get_async_callback_manager_for_config,
+    patch_config,
+    var_child_runnable_config,
+)
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy, Send
@@ -149,6 +153,9 @@ async def run_directly(
         run = await manager.on_chain_start(None, {"prompt": task["prompt"]}, name=spec.agent_name or spec.agent_id)
         config = patch_config(config, callbacks=run.get_child())
     loop = _Loop(spec, config, opts, handle, runtime, namespace, history, journal)
+    # A bound model (`bind_tools`) merges its config over the ambient one, whose callbacks
+    # are the node's: without this its runs would hang under the node, not this run.
+    ambient = var_child_runnable_config.set(config) if run is not None else None
     try:
         outcome = await loop.run()
     except BaseException as exc:
@@ -156,6 +163,8 @@ async def run_directly(
             await run.on_chain_error(exc)
         raise
     finally:
+        if ambient is not None:
+            var_child_runnable_config.reset(ambient)
         record_transcript(record, {"messages": history})
     if isinstance(outcome, _Pause):
         if run is not None:

@@ -50,7 +50,7 @@ class AgentSpanHandler(BaseCallbackHandler):
 
     # -- where a span starts --------------------------------------------------------------
 
-    def _parent(self, parent_run_id: UUID | None, metadata: dict[str, Any] | None) -> _Run | None:
+    def _parent(self, parent_run_id: UUID | None) -> _Run | None:
         if parent_run_id is not None and parent_run_id in self._runs:
             return self._runs[parent_run_id]
         return None
@@ -79,7 +79,7 @@ class AgentSpanHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        parent = self._parent(parent_run_id, metadata)
+        parent = self._parent(parent_run_id)
         path = (metadata or {}).get(AGENT_PATH_KEY_META)
         traced = (metadata or {}).get(TRACING_KEY, True) is not False
         run = _Run(parent_run_id, path, traced=traced)
@@ -112,7 +112,7 @@ class AgentSpanHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        parent = self._parent(parent_run_id, metadata)
+        parent = self._parent(parent_run_id)
         run = _Run(parent_run_id, parent.agent_path if parent is not None else None)
         if parent is not None:
             run.agent, run.nearest, run.traced = parent.agent, parent.nearest, parent.traced
@@ -150,8 +150,8 @@ class AgentSpanHandler(BaseCallbackHandler):
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         run = self._runs.pop(run_id, None)
-        if run is None or run.agent is None:
-            return
+        if run is None or run.agent is None or not run.traced:
+            return  # an untraced agent's tokens are its own, not its parent's
         owner = self._agent_run(run)
         if owner is None:
             return

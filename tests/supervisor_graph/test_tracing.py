@@ -111,6 +111,10 @@ async def test_the_facade_and_the_compiled_graph_trace_the_same_agents() -> None
     await team().compile().ainvoke({"messages": [("user", "bees?")]}, {"callbacks": [graph]})
     assert _identity(facade) == _identity(graph) == EXPECTED
     for runs in (facade, graph):
+        # the subagent's model and tool runs hang under its delegation's run
+        for run in runs.runs.values():
+            if run["kind"] in ("llm", "tool") and run["metadata"]["agent_path"] == "parent-agent/research-agent":
+                assert runs.runs[run["parent"]]["name"] == "Researcher"
         # a delegation's run is named after the subagent and says which call and thread
         [delegation] = [r for r in runs.of("chain") if r["name"] == "Researcher"]
         assert delegation["metadata"]["agent_id"] == "research-agent"
