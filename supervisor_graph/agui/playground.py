@@ -1,10 +1,10 @@
 """The playground (SPEC §22): a small offline page at `/` on the AG-UI app.
 
-No build step: `playground/index.html`, `app.js` and `style.css` are served as they are
-committed (no CDN, no web fonts, no request leaves the server). The page talks AG-UI to
-an endpoint of its own (`/_playground/agent`) that shows subagents as attributed
-invocations, whatever the app's main endpoint does, and reads the resource's threads
-from two JSON routes.
+No build step: `playground/index.html`, `app.js`, `timeline.js` and `style.css` are
+served as they are committed (no CDN, no web fonts, no request leaves the server). The
+page talks AG-UI to an endpoint of its own (`/_playground/agent`) that shows subagents
+as attributed invocations, whatever the app's main endpoint does, and reads the
+resource's threads from two JSON routes.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __all__ = ["PLAYGROUND_AGENT_PATH", "add_playground"]
 
 ASSETS = Path(__file__).with_name("playground")
 PLAYGROUND_AGENT_PATH = "/_playground/agent"
-_TYPES = {"app.js": "text/javascript", "style.css": "text/css"}
+_TYPES = {"app.js": "text/javascript", "timeline.js": "text/javascript", "style.css": "text/css"}
 
 
 def _message(message: BaseMessage) -> dict[str, Any] | None:

@@ -96,6 +96,7 @@ async function openThread(id) {
   if (app.running) return;
   app.threadId = id;
   resetRunViews();
+  timeline.show(id);
   $("messages").replaceChildren();
   app.messages = [];
   const response = await fetch(`${ENDPOINT}/threads/${encodeURIComponent(id)}`);
@@ -302,6 +303,7 @@ function suspendForm(item, tool, meta, done) {
 // -- running -----------------------------------------------------------------------
 
 function onEvent(event) {
+  timeline.onEvent(event);
   switch (event.type) {
     case "TEXT_MESSAGE_START":
       if (event.subagentRunId) break;
@@ -389,6 +391,7 @@ async function run({ text = null, resume = null } = {}) {
   $("send").disabled = true;
   $("cancel").disabled = false;
   setStatus("running…", "running");
+  timeline.begin(app.threadId, { resume: Boolean(resume) });
   const body = {
     threadId: app.threadId,
     runId: uid("run"),
@@ -424,12 +427,15 @@ async function run({ text = null, resume = null } = {}) {
   } catch (error) {
     if (error.name === "AbortError") {
       setStatus("cancelled");
+      timeline.stop("cancelled");
       for (const card of app.subs.values()) if (card.classList.contains("running")) finishSub(card.dataset.run, "failed", "cancelled");
     } else {
       addMessage("error", String(error));
       setStatus("error", "error");
+      timeline.stop("failed");
     }
   } finally {
+    timeline.stop("cancelled"); // a stream that ended with no terminal event
     app.running = null;
     $("send").disabled = false;
     $("cancel").disabled = true;
@@ -458,6 +464,7 @@ $("new-thread").addEventListener("click", () => {
   app.messages = [];
   $("messages").replaceChildren();
   resetRunViews();
+  timeline.show(app.threadId);
   showState(null);
   loadThreads();
   $("prompt").focus();
