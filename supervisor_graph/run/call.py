@@ -63,6 +63,8 @@ class CallConfig(BaseModel):
 
     @classmethod
     def of(cls, value: Any) -> CallConfig:
+        if value is None:
+            return _NO_CONFIG  # most calls: no validation to pay
         try:
             return cls.model_validate(value or {})
         except ValidationError as exc:
@@ -78,6 +80,9 @@ class CallConfig(BaseModel):
             if value is not None:
                 config[key] = value  # type: ignore[literal-required]
         return config
+
+
+_NO_CONFIG = CallConfig()
 
 
 @dataclass(slots=True)

@@ -1,0 +1,88 @@
+"""What issue 28's tracing costs a run nobody traces (no tracer provider, no callbacks).
+
+    python -m bench.ab_tracing [--runs 100]
+
+Interleaved A/B in one process, ours through the facade (`generate`) and through the
+compiled graph (`graph.ainvoke`), workers with a tool, N=1 and 5, in memory and on
+sqlite. B is the code as it is; A is built and run without what issue 28 added to a
+run's path: the agent identity in the compiled graph's config (`_identified`), the
+identity and delegation keys in a delegation's metadata (`agent_metadata`), the custom
+event checks (`announce`) and the facade's `config=` handling. Runs alternate A, B, B,
+A, ... so drift hits both alike; reported: median CPU ms per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from bench.contenders import Script, build
+from bench.savers import Storage
+from bench.scenarios import run_measured
+
+__all__ = ["main", "measure"]
+
+
+async def _silent(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def _without_tracing() -> ExitStack:
+    stack = ExitStack()
+    stack.enter_context(mock.patch("supervisor_graph.compiler.build._identified", lambda agent, graph: graph))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.subagent.agent_metadata", lambda *a, **k: {}))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.subagent.announce", _silent))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.remote.announce", _silent))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.delegation_complete.announce", _silent))
+    return stack
+
+
+async def measure(runs: int, workdir: Path) -> dict[tuple[str, str, int], dict[str, float]]:
+    out: dict[tuple[str, str, int], dict[str, float]] = {}
+    for kind in ("memory", "sqlite"):
+        for n in (1, 5):
+            for name in ("ours", "ours_graph"):
+                arms: dict[str, Any] = {}
+                for arm in ("A", "B"):
+                    path = workdir / f"ab-{name}-{kind}-{n}-{arm}.db" if kind == "sqlite" else None
+                    with _without_tracing() if arm == "A" else ExitStack():
+                        arms[arm] = await build(name, n, Storage(kind, path), Script(worker_tool=True, record_calls=False))
+                samples: dict[str, list[float]] = {"A": [], "B": []}
+                try:
+                    for i in range(10):  # A's first run compiles its graph: under the patch too
+                        for arm in ("A", "B"):
+                            with _without_tracing() if arm == "A" else ExitStack():
+                                await run_measured(arms[arm], "warm up", f"warm-{arm}-{i}")
+                    for i in range(runs):
+                        for arm in ("AB" if i % 2 == 0 else "BA"):
+                            with _without_tracing() if arm == "A" else ExitStack():
+                                _, cpu = await run_measured(arms[arm], "measured", f"{arm}-{i}")
+                            samples[arm].append(cpu * 1000)
+                finally:
+                    for contender in arms.values():
+                        await contender.aclose()
+                out[(name, kind, n)] = {arm: statistics.median(v) for arm, v in samples.items()}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.ab_tracing")
+    parser.add_argument("--runs", type=int, default=100)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        result: Any = asyncio.run(measure(args.runs, Path(tmp)))
+    print("| contender | storage | N | A: without tracing (ms) | B: as shipped (ms) | B/A |")
+    print("|---|---|---|---|---|---|")
+    for (name, kind, n), arms in result.items():
+        print(f"| {name} | {kind} | {n} | {arms['A']:.2f} | {arms['B']:.2f} | {arms['B'] / arms['A']:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
