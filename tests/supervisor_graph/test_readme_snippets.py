@@ -44,6 +44,7 @@ EXPECT = {
     "approvals-suspend-and-client-tools-1": "Paid invoice 7: 120.00 EUR",  # approved, then run
     "embedding-in-your-app-1": "Published",
     "memory-and-threads-1": "user-42",
+    "observability-1": "['invoke_agent Editor', 'invoke_agent Researcher']",
 }
 
 _MARKER = re.compile(r"<!--\s*(file|not run):\s*(.*?)\s*-->")
