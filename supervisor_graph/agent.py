@@ -17,12 +17,17 @@ from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from supervisor_graph.compiler.build import compile_agent
-from supervisor_graph.declaration.agent_rules import agents_from, check_cycles, model_retry_policy
+from supervisor_graph.declaration.agent_rules import (
+    agents_from,
+    background_settings_of,
+    check_cycles,
+    model_retry_policy,
+)
 from supervisor_graph.declaration.models import parse_model_string
 from supervisor_graph.declaration.remote import RemoteAgent
 from supervisor_graph.declaration.tools import tool_from_callable
 from supervisor_graph.memory.memory import Memory
-from supervisor_graph.nodes.background import BackgroundSettings, BackgroundTaskConfig, background_setting
+from supervisor_graph.nodes.background import BackgroundSettings, BackgroundTaskConfig
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
@@ -271,17 +276,7 @@ class Agent(BaseModel):
         local subagent not listed there that has a background-eligible tool
         (`create_tool(background=...)`): it runs in the background with that tool's
         setting (its first such tool's). None when no delegation runs in the background."""
-        listed = self.background_tasks.tools if self.background_tasks is not None else {}
-        inherited = {}
-        for key, sub in self.agents.items():
-            if key in listed or not isinstance(sub, Agent):
-                continue  # an explicit entry, even {"enabled": False}, wins
-            setting = next((s for s in map(background_setting, sub.tools.values()) if s is not None), None)
-            if setting is not None:
-                inherited[key] = setting
-        if not inherited:
-            return self.background_tasks if any(s.enabled for s in listed.values()) else None
-        return BackgroundSettings(tools={**listed, **inherited})
+        return background_settings_of(self.background_tasks, self.agents)
 
     def background_setting_for(self, key: str) -> BackgroundTaskConfig | None:
         """The background setting of subagent `key` (declared or inherited), if it runs in

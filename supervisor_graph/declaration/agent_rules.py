@@ -10,11 +10,12 @@ from langgraph.types import RetryPolicy
 
 from supervisor_graph.declaration.errors import SupervisorGraphError
 from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.nodes.background import BackgroundSettings, background_setting
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
 
-__all__ = ["agents_from", "check_cycles", "model_retry_policy"]
+__all__ = ["agents_from", "background_settings_of", "check_cycles", "model_retry_policy"]
 
 
 # Provider errors that say "try again" (OpenAI-compatible clients and others name them so).
@@ -69,3 +70,20 @@ def agents_from(factory: Callable[..., Any], request_context: Any, agent_id: Any
             f"got {type(chosen).__name__}"
         )
     return chosen
+
+
+def background_settings_of(declared: BackgroundSettings | None, agents: dict[str, Any]) -> BackgroundSettings | None:
+    """`declared` (an agent's `background_tasks`) with what its local subagents inherit:
+    one not listed whose tools include a background-eligible one runs in the background
+    with that tool's setting (seed 000). An explicit entry, even `{"enabled": False}`, wins."""
+    listed = declared.tools if declared is not None else {}
+    inherited = {}
+    for key, sub in agents.items():
+        if key in listed or isinstance(sub, RemoteAgent):
+            continue
+        setting = next((s for s in map(background_setting, sub.tools.values()) if s is not None), None)
+        if setting is not None:
+            inherited[key] = setting
+    if not inherited:
+        return declared if any(s.enabled for s in listed.values()) else None
+    return BackgroundSettings(tools={**listed, **inherited})
