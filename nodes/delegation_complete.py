@@ -37,9 +37,16 @@ __all__ = ["complete_hook", "finish_delegation", "make_complete_node", "result_m
 
 
 def result_message(
-    opts: RunOptions, handle: RunHandle, record: DelegationRecord, call: dict[str, Any], artifact: dict[str, Any]
+    opts: RunOptions,
+    handle: RunHandle,
+    record: DelegationRecord,
+    call: dict[str, Any],
+    artifact: dict[str, Any],
+    preview: int | None = None,
 ) -> ToolMessage:
-    """The tool result the supervisor model sees for a finished delegation."""
+    """The tool result the supervisor model sees for a finished delegation. `preview`:
+    the subagent's `result_preview_tokens`; a longer answer is cut to about that many
+    tokens (4 characters a token) and gets a reference to the whole (SPEC §25)."""
     replaced = record.result_text is not None
     if not record.success:
         return ToolMessage(
@@ -51,9 +58,13 @@ def result_message(
         )
     content = record.result_text if replaced else record.text
     assert content is not None
-    if opts.delegation.enable_result_references and content:
+    cut = preview is not None and len(content) > preview * 4
+    if (opts.delegation.enable_result_references or cut) and content:
         record.ref_id = assign_ref(handle, record.agent_id, content)
         artifact["ref_id"] = record.ref_id
+    if cut:
+        assert preview is not None
+        content = preview_text(content, preview * 4, record.ref_id or "")
     if opts.delegation.include_sub_agent_tool_results_in_model_context:
         content = json.dumps({**record.outcome(), "agent_id": record.agent_id}, default=str)
     if record.sub_agent_pending_tool_calls:
@@ -111,6 +122,7 @@ async def finish_delegation(
     artifact: dict[str, Any],
     emit: Emitter,
     namespace: str,
+    preview: int | None = None,
 ) -> Command[Any]:
     """What a subagent node returns once its subagent (local or remote) has run: on to
     `<key>.complete` when the run has that hook, else the tool result for the supervisor
@@ -122,7 +134,7 @@ async def finish_delegation(
     if opts.delegation.on_delegation_complete is not None:
         payload = {"call": call, "artifact": artifact, "text": record.text, "prompt": record.prompt}
         return Command(goto=Send(complete_node(key), payload))
-    message = result_message(opts, handle, record, call, artifact)
+    message = result_message(opts, handle, record, call, artifact, preview)
     if emit.active:
         emit(
             "tool-result" if record.success else "tool-error",
@@ -164,7 +176,7 @@ def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
                 update["feedback"] = [outcome.feedback]
             if bailed:
                 update["bail"] = True
-        message = result_message(opts, handle, record, call, artifact)
+        message = result_message(opts, handle, record, call, artifact, parent.preview_tokens.get(key))
         emit = Emitter(runtime, handle)
         if emit.active:
             emit(
@@ -178,3 +190,14 @@ def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
 
     delegation_complete.__name__ = f"{key}_complete"
     return delegation_complete
+
+
+def preview_text(text: str, limit: int, ref_id: str) -> str:
+    """The first `limit` characters of `text` (cut at a word), saying how to get the rest."""
+    head = text[:limit]
+    if " " in head[limit // 2 :]:
+        head = head[: head.rindex(" ")]
+    return (
+        f"{head.rstrip()} …\n\n[Preview: the full answer is about {len(text) // 4} tokens. To use all of it, pass "
+        f'context_from_refs=["{ref_id}"] to a delegation.]'
+    )

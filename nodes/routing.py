@@ -123,7 +123,7 @@ def dispatch(
                 errors.append(error_result(call, f"invalid arguments for {name}: {_short(exc)}"))
                 continue
             prompt = args.prompt
-            if args.context_from_refs and opts.delegation.enable_result_references:
+            if args.context_from_refs and (opts.delegation.enable_result_references or spec.preview_tokens):
                 prompt = expand_refs(handle, prompt, args.context_from_refs)
             task: DelegationTask = {"call": call, "key": key, "prompt": prompt, "max_steps": args.max_steps}
             sends.append(Send(start_node(key) if via_start else key, task))

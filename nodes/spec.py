@@ -91,6 +91,9 @@ class AgentSpec:
     background: BackgroundSettings | None = None
     retry_policy: Any = None  # the agent's RetryPolicy for its model calls
     agent_name: str = ""  # `Agent.name`, else its id: what traces call it
+    inherit_context: bool = True  # False: as a subagent it sees only its prompt and its own thread (SPEC §25)
+    # subagent key -> its `result_preview_tokens`: longer answers reach this agent as a preview and a ref
+    preview_tokens: Mapping[str, int] = field(default_factory=dict)
     tracing: bool = True  # False: `Agent(tracing=False)`, no OpenTelemetry spans for its runs
     # (selection, the run's store) -> a version resolver, for runs the facade did not
     # prepare (Studio, servers, `graph.ainvoke`); given by the compiler, which knows how

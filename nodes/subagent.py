@@ -134,9 +134,9 @@ def make_subagent_node(
             await announce(config, "delegation-start", started, handle.agent_path)
         try:
             parent_messages: list[BaseMessage] = read_channel(config, "messages") or []
-            chosen = await apply_message_filter(
-                opts, handle, [*handle.context_messages, *parent_messages], agent_id, prompt, tool_call_id
-            )
+            # inherit_context=False: only the prompt and its own thread (the filter still runs)
+            inherited = [*handle.context_messages, *parent_messages] if sub_spec.inherit_context else []
+            chosen = await apply_message_filter(opts, handle, inherited, agent_id, prompt, tool_call_id)
             sub_handle = RunHandle(
                 run_id=handle.run_id,
                 agent_path=(*handle.agent_path, agent_id),
@@ -240,7 +240,8 @@ def make_subagent_node(
         }
         if ended_by_cancel(record.messages):  # the caller cancelled a suspended call: stop here too
             artifact["cancelled"] = True
-        return await finish_delegation(config, opts, handle, record, call, key, artifact, emit, task_ns)
+        preview = parent.preview_tokens.get(key)
+        return await finish_delegation(config, opts, handle, record, call, key, artifact, emit, task_ns, preview)
 
     run_subagent.__name__ = key
     return run_subagent

@@ -255,7 +255,8 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         emit = Emitter(runtime, handle)
         emit("step-start", {"iteration": iteration + 1})
         override = handle.override
-        model = await spec.resolve_model(handle.request_context, opts.delegation.enable_result_references, override)
+        refs = opts.delegation.enable_result_references or bool(spec.preview_tokens)  # a preview names its ref
+        model = await spec.resolve_model(handle.request_context, refs, override)
         system = await spec.resolve_instructions(handle.request_context, override)
         memory_value: Any = None
         if spec.working_memory is not None:

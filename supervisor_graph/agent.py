@@ -90,6 +90,12 @@ class Agent(BaseModel):
         description='A persistent scratchpad (SPEC §8): {"scope": "resource" | "thread", "template": str} or '
         '{"scope": ..., "schema": PydanticModel}; True for the defaults.',
     )
+    inherit_context: bool = Field(
+        default=True, description="As a subagent, see the parent's conversation (False: only the delegation's prompt)."
+    )
+    result_preview_tokens: int | None = Field(
+        default=None, ge=1, description="As a subagent, longer answers reach the supervisor as a preview and a [ref: id]."
+    )
     tracing: bool = Field(
         default=True,
         description="OpenTelemetry spans for this agent's runs when a tracer provider is configured (SPEC §24).",

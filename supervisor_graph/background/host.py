@@ -324,7 +324,7 @@ class RunBackground:
             run_id=record["task_id"],
             agent_path=(self.agent.id, sub.id),
             request_context=request_context,
-            context_messages=list(context_messages),
+            context_messages=list(context_messages) if sub.inherit_context else [],
             thread_id=None,
             resource_id=f"{self.resource_id or self.thread_id}/{record['agent_key']}",
             stream_events=False,

@@ -110,6 +110,12 @@ def build_spec(agent: Agent) -> AgentSpec:
         working_memory=agent.effective_working_memory,
         retry_policy=agent.retry_policy,
         agent_name=agent.name or agent.id,
+        inherit_context=agent.inherit_context,
+        preview_tokens={
+            key: sub.result_preview_tokens
+            for key, sub in agent.agents.items()
+            if not isinstance(sub, RemoteAgent) and sub.result_preview_tokens is not None
+        },
         tracing=agent.tracing,
         background=agent.background_settings,
         versions_for=resolver_for,
