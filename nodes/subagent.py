@@ -42,6 +42,7 @@ from supervisor_graph.nodes.direct import RESUME_NS_KEY, can_run_directly, run_d
 from supervisor_graph.nodes.errors import log_failure, original_error
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.otel import traceparent_headers
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
@@ -312,6 +313,9 @@ async def _launch_on_server(
         "request_context": task.get("request_context"),
         "timeout_ms": settings.timeout_ms,
         "retries": settings.retries,
+        # its run is a trace of its own on the server, linked to this one (SPEC §24)
+        "parent_run_id": str(parent_run_of(config) or ""),
+        "trace_headers": traceparent_headers(config),
     }
     where = await host.start(server_task)
     return await _started_update(config, handle, task_id, key, agent_id, call, prompt, emit, **where)

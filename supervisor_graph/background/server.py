@@ -88,6 +88,8 @@ class ServerHost:
             graph_id,
             input={"messages": [{"type": "human", "content": task["prompt"]}]},
             context={"background_task": task},
+            metadata={"parent_run_id": task.get("parent_run_id") or ""},
+            headers=task.get("trace_headers") or None,
         )
         # the record keeps the task, so the control tools can cancel, restart and report it
         return {"server_thread": thread["thread_id"], "server_run": run["run_id"], "server_task": task}
