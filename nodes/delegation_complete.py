@@ -31,6 +31,7 @@ from supervisor_graph.nodes.references import assign_ref, ref_line
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, complete_node
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.state import USAGE_BY_AGENT_KEY
 from supervisor_graph.nodes.tracing import announce
 
 __all__ = ["complete_hook", "finish_delegation", "make_complete_node", "result_message"]
@@ -127,6 +128,10 @@ async def finish_delegation(
     """What a subagent node returns once its subagent (local or remote) has run: on to
     `<key>.complete` when the run has that hook, else the tool result for the supervisor
     (a caller's cancel inside the delegation stops the parent too)."""
+    if record.usage_by_agent:
+        # checkpointed with the tool message, so the parent's usage by agent survives a
+        # pause, a resume and a new process exactly as its usage does
+        artifact[USAGE_BY_AGENT_KEY] = record.usage_by_agent
     summary = {**record.summary(), "namespace": namespace}
     if emit.active:
         emit("delegation-complete", summary)

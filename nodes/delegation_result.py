@@ -60,6 +60,9 @@ class DelegationRecord:
     success: bool = True
     text: str = ""
     usage: dict[str, int] = field(default_factory=dict)
+    # `usage` split by agent, keyed by path from this subagent (its id first): it rides
+    # in the delegation's artifact so the parent's `usage_by_agent` has the whole tree
+    usage_by_agent: dict[str, dict[str, int]] = field(default_factory=dict)
     finish_reason: str = "stop"
     sub_agent_tool_results: list[dict[str, Any]] = field(default_factory=list)
     sub_agent_pending_tool_calls: list[dict[str, Any]] = field(default_factory=list)

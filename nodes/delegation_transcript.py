@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from supervisor_graph.nodes.delegation_result import DelegationRecord
 from supervisor_graph.nodes.routing import last_turn, unanswered
-from supervisor_graph.nodes.state import run_start, usage_of_run
+from supervisor_graph.nodes.state import run_start, usage_by_agent_of_run, usage_of_run
 from supervisor_graph.nodes.text import text_of
 
 __all__ = ["record_answer", "record_transcript"]
@@ -30,6 +30,7 @@ def record_transcript(record: DelegationRecord, latest: dict[str, Any]) -> None:
     start = run_start(messages)
     record.messages = list(messages[start:])
     record.usage = usage_of_run(messages, start)
+    record.usage_by_agent = usage_by_agent_of_run(record.messages, 0, record.agent_id)
     record.sub_agent_tool_results = _tool_results(record.messages)
 
 

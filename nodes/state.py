@@ -38,11 +38,13 @@ __all__ = [
     "SupervisorInput",
     "SupervisorState",
     "Usage",
+    "USAGE_BY_AGENT_KEY",
     "UsageCounts",
     "add_usage",
     "feedback_message",
     "is_run_input",
     "run_start",
+    "usage_by_agent_of_run",
     "usage_of_run",
     "zero_usage",
 ]
@@ -211,3 +213,37 @@ def usage_of_run(messages: Sequence[BaseMessage], start: int) -> UsageCounts:
         elif isinstance(message, ToolMessage) and isinstance(message.artifact, dict):
             add_usage(total, message.artifact.get("usage"))
     return total
+
+
+# The artifact key under which a delegation's tool message carries its subagent's usage
+# by agent (paths relative to the parent, starting with the subagent's id): the parent
+# then reads the whole tree's breakdown from its own checkpointed messages.
+USAGE_BY_AGENT_KEY = "usage_by_agent"
+
+
+def usage_by_agent_of_run(messages: Sequence[BaseMessage], start: int, agent_id: str) -> dict[str, UsageCounts]:
+    """Each agent's own usage since `start`, keyed by its path from this run's agent
+    (`agent_id`, `agent_id/<subagent id>`, ...), always with an entry for `agent_id`.
+
+    It reads exactly the figures `usage_of_run` adds up, so the entries sum to its total:
+    a delegation's tool message carries its subagent's breakdown in its artifact; one
+    without (a remote subagent, a checkpoint from before the breakdown) counts whole
+    under the subagent's id. Indexes instead of slicing: no copy of the conversation.
+    """
+    own = zero_usage()
+    out: dict[str, UsageCounts] = {agent_id: own}
+    for i in range(start, len(messages)):
+        message = messages[i]
+        if isinstance(message, AIMessage):
+            add_usage(own, message.usage_metadata)
+        elif isinstance(message, ToolMessage) and isinstance(message.artifact, dict):
+            artifact = message.artifact
+            nested = artifact.get(USAGE_BY_AGENT_KEY)
+            if isinstance(nested, dict) and nested:
+                for path, usage in nested.items():
+                    add_usage(out.setdefault(f"{agent_id}/{path}", zero_usage()), usage)
+            elif artifact.get("usage"):
+                # any other tool message `usage_of_run` counts: under the agent it names, else this one
+                sub = artifact.get("agent_id")
+                add_usage(out.setdefault(f"{agent_id}/{sub}" if sub else agent_id, zero_usage()), artifact["usage"])
+    return out

@@ -36,7 +36,7 @@ from ag_ui.core import (
 )
 
 from supervisor_graph.agui.content import result_content
-from supervisor_graph.agui.interrupts import Dialect, Pause
+from supervisor_graph.agui.interrupts import OMIT, SUPERVISOR_GRAPH, Dialect, Pause
 from supervisor_graph.agui.state import SharedState
 from supervisor_graph.agui.state import delta as state_delta
 from supervisor_graph.agui.streams import MessageStreams
@@ -219,7 +219,7 @@ class RunTranslator:
 
     def _on_step_finish(self, chunk: StreamChunk) -> list[BaseEvent]:
         ns, payload = chunk.namespace, chunk.payload
-        self.usage.add(ns, payload)
+        self.usage.add(ns, payload, chunk.agent_path)
         if not self._visible(ns):
             return []
         return self.streams.step_finished(ns, payload)
@@ -357,7 +357,15 @@ class RunTranslator:
     # -- the end ----------------------------------------------------------------
 
     def _metadata(self, reason: str) -> dict[str, Any]:
-        return self.s.dialect.meta(finish_reason=reason)
+        by_agent = self.usage.by_agent() if self.s.dialect is SUPERVISOR_GRAPH else {}
+        return self.s.dialect.meta(
+            finish_reason=reason,
+            # each agent's own calls of this run, shaped like `usage` (SPEC §24); left out of
+            # the Mastra dialect, whose metadata keeps the reference bridge's exact shape
+            usage_by_agent={path: [u.model_dump(mode="json", by_alias=True) for u in usage] for path, usage in by_agent.items()}
+            if by_agent
+            else OMIT,
+        )
 
     def finish(self, result: GenerateResult) -> list[BaseEvent]:
         """Close what is open and end the run: cancelled, interrupt or success."""

@@ -222,7 +222,10 @@ class RemoteStream:
             self._result = self._outcome(state, aborted)
             put(
                 FinishChunk(
-                    payload={"finish_reason": self._result.finish_reason},
+                    payload={
+                        "finish_reason": self._result.finish_reason,
+                        "usage_by_agent": {path: u.model_dump() for path, u in self._result.usage_by_agent.items()},
+                    },
                     run_id=self.run_id,
                     agent_path=self.path,
                     finish_reason=self._result.finish_reason,
@@ -299,6 +302,7 @@ class RemoteStream:
             text=text_of_content(last_ai.get("content")) if last_ai is not None and not pending else "",
             messages=[],
             usage=usage,
+            usage_by_agent={"/".join(self.path): usage},  # the remote's tree is opaque: all of it under its path
             finish_reason=reason,
             run_id=self.run_id,
             thread_id=self.thread,

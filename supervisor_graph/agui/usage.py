@@ -1,5 +1,5 @@
-"""Token usage per provider and model, from the `step-finish` chunk every model call
-(at any depth) ends with.
+"""Token usage per provider and model (and per agent), from the `step-finish` chunk
+every model call (at any depth) ends with.
 
 A run counts only the calls it streams: a run that pauses reports the calls it made
 before pausing, the resumed run only its own, so each call is counted once.
@@ -16,22 +16,30 @@ __all__ = ["UsageMeter"]
 
 class UsageMeter:
     def __init__(self) -> None:
-        self._calls: list[tuple[str, TokenUsage]] = []
+        self._calls: list[tuple[str, str, TokenUsage]] = []
 
-    def add(self, namespace: str, payload: dict[str, Any]) -> None:
-        """Count one model call from a `step-finish` payload."""
+    def add(self, namespace: str, payload: dict[str, Any], agent_path: tuple[str, ...] = ()) -> None:
+        """Count one model call from a `step-finish` payload, made by the agent at `agent_path`."""
         entry = token_usage_from_langchain_metadata(
             payload.get("usage"), provider=payload.get("provider") or None, model=payload.get("model") or None
         )
         if entry is not None:
-            self._calls.append((namespace, entry))
+            self._calls.append((namespace, "/".join(agent_path), entry))
 
     def total(self) -> list[TokenUsage] | None:
         """One entry per provider+model over every call; None when no call reported usage."""
-        return aggregate_token_usage([entry for _, entry in self._calls]) or None
+        return aggregate_token_usage([entry for _, _, entry in self._calls]) or None
 
     def within(self, namespace: str) -> list[TokenUsage]:
         """Per provider+model over the calls made in the delegation at `namespace` (its
         nested delegations included)."""
         prefix = namespace + "|"
-        return aggregate_token_usage([e for ns, e in self._calls if ns == namespace or ns.startswith(prefix)])
+        return aggregate_token_usage([e for ns, _, e in self._calls if ns == namespace or ns.startswith(prefix)])
+
+    def by_agent(self) -> dict[str, list[TokenUsage]]:
+        """Per agent path (ids joined by `/`), per provider+model, over each agent's own
+        calls: the same calls as `total`, so the entries add up to it."""
+        paths: dict[str, list[TokenUsage]] = {}
+        for _, path, entry in self._calls:
+            paths.setdefault(path, []).append(entry)
+        return {path: aggregate_token_usage(entries) for path, entries in paths.items()}

@@ -124,6 +124,14 @@ class LiveView:
             markup=False,
             highlight=False,
         )
+        used = {path: u for path, u in result.usage_by_agent.items() if u.total_tokens}
+        if len(used) > 1:  # one agent's line would only repeat the total above
+            for path, u in used.items():
+                console.print(
+                    f"  {path}: {u.input_tokens} in, {u.output_tokens} out, {u.total_tokens} total",
+                    markup=False,
+                    highlight=False,
+                )
 
     def _status(self, message: str) -> None:
         if self.status is not None:

@@ -142,10 +142,20 @@ def _combined(results: list[GenerateResult]) -> GenerateResult:
         output_tokens=sum(r.usage.output_tokens for r in results),
         total_tokens=sum(r.usage.total_tokens for r in results),
     )
+    by_agent: dict[str, Usage] = {}
+    for r in results:  # the same agent in several runs: one entry, their sum
+        for path, u in r.usage_by_agent.items():
+            had = by_agent.get(path) or Usage()
+            by_agent[path] = Usage(
+                input_tokens=had.input_tokens + u.input_tokens,
+                output_tokens=had.output_tokens + u.output_tokens,
+                total_tokens=had.total_tokens + u.total_tokens,
+            )
     return last.model_copy(
         update={
             "messages": [m for r in results for m in r.messages],
             "usage": usage,
+            "usage_by_agent": by_agent,
             "delegations": [d for r in results for d in r.delegations],
             "suspended": list(last.suspended),
         }

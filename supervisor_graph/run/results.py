@@ -13,7 +13,7 @@ from supervisor_graph.nodes.delegation import (
     DelegationResult,
 )
 from supervisor_graph.nodes.routing import last_turn, unanswered
-from supervisor_graph.nodes.state import run_start, usage_of_run
+from supervisor_graph.nodes.state import run_start, usage_by_agent_of_run, usage_of_run
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.run.chunks import Usage
 
@@ -64,6 +64,11 @@ class GenerateResult(BaseModel):
     """This run's delegations by the top-level agent, in the order they finished (the
     `DelegationResult` that `on_delegation_complete` sees as `ctx.result`; kept in
     memory, never in the parent's thread)."""
+    usage_by_agent: dict[str, Usage] = Field(default_factory=dict)
+    """`usage` split by agent: each agent's own model calls under its path (agent ids
+    from the top agent down, joined by `/`, e.g. `"parent/research-agent"`); the entries
+    sum to `usage`. Derived from the checkpointed messages as `usage` is, so it stays
+    right across a pause and resume."""
 
 
 def _new_messages(run: Run, messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
@@ -136,6 +141,7 @@ def build_result(run: Run, values: dict[str, Any] | None, aborted: bool) -> Gene
         text=text_of(last) if last is not None and (not last.tool_calls or reason == "stop") and not aborted else "",
         messages=new,
         usage=Usage(**usage_of_run(messages, start)),
+        usage_by_agent={path: Usage(**counts) for path, counts in usage_by_agent_of_run(messages, start, run.agent.id).items()},
         finish_reason=reason,
         run_id=run.run_id,
         thread_id=run.thread_id,

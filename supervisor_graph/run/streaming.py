@@ -147,7 +147,11 @@ class AgentStream:
         self._result = result
         self._push(
             FinishChunk(
-                payload={"finish_reason": result.finish_reason},
+                payload={
+                    "finish_reason": result.finish_reason,
+                    # plain JSON (path -> usage dict), as every payload is
+                    "usage_by_agent": {path: u.model_dump() for path, u in result.usage_by_agent.items()},
+                },
                 run_id=run.run_id,
                 agent_path=(run.agent.id,),
                 finish_reason=result.finish_reason,

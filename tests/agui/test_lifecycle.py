@@ -100,6 +100,22 @@ async def test_usage_is_counted_once_across_a_pause_and_resume(ledger) -> None:
     assert ledger == [5]
 
 
+async def test_usage_by_agent_splits_the_runs_usage_per_agent_path(ledger) -> None:
+    bridge = AGUIAgent(boss({"payer": payer(ledger), "research": researcher()}, [delegate("payer", "pay"), delegate("research", "facts")]), resource_id="u1")
+    paused = wire(await collect(bridge, make_input("t-by-agent")))[-1]
+    assert paused["metadata"]["supervisor_graph"]["usage_by_agent"] == {
+        "boss": [{"model": "boss-model", "inputTokens": 10, "outputTokens": 5, "totalTokens": 15}],
+        "boss/payer-agent": [{"model": "payer-model", "inputTokens": 10, "outputTokens": 5, "totalTokens": 15}],
+        "boss/research-agent": [{"model": "research-model", "inputTokens": 10, "outputTokens": 5, "totalTokens": 15}],
+    }
+    [pending] = paused["outcome"]["interrupts"]
+    resumed = wire(await collect(bridge, make_input("t-by-agent", resume=[{"interrupt_id": pending["id"], "status": "resolved", "payload": True}])))[-1]
+    by_agent = resumed["metadata"]["supervisor_graph"]["usage_by_agent"]
+    # like `usage`, the resumed run counts only its own calls, and the two agree
+    assert {path: [u["totalTokens"] for u in entries] for path, entries in by_agent.items()} == {"boss/payer-agent": [15], "boss": [15]}
+    assert sum(u["totalTokens"] for entries in by_agent.values() for u in entries) == sum(u["totalTokens"] for u in resumed["usage"])
+
+
 async def test_a_failing_model_ends_with_run_error_without_details() -> None:
     secret = RuntimeError("provider said: invalid key sk-live-SECRET at https://api.example")
     bridge = AGUIAgent(solo(ScriptedChatModel(responses=[secret])), resource_id="u1")

@@ -159,6 +159,24 @@ def test_run_shows_the_live_view(workdir: Path) -> None:
     assert "Here is your article on owls." in proc.stdout
 
 
+def test_run_prints_usage_by_agent_when_several_agents_used_tokens(workdir: Path) -> None:
+    proc = cli("run", EXAMPLE, "Research owls", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("finish: stop | tokens: 60 in, 30 out, 90 total"))
+    assert lines[at + 1 :] == [
+        "  parent-agent: 40 in, 20 out, 60 total",
+        "  parent-agent/research-agent: 10 in, 5 out, 15 total",
+        "  parent-agent/writing-agent: 10 in, 5 out, 15 total",
+    ]
+    solo = cli("run", "counter.py:agent", "hi", cwd=workdir)
+    assert solo.returncode == 0, solo.stderr
+    assert solo.stdout.splitlines()[-1].startswith("finish: stop | tokens: 10 in, 5 out, 15 total")  # nothing to split
+    as_json = cli("run", EXAMPLE, "Research owls", "--json", cwd=workdir)
+    finish = json.loads(as_json.stdout.splitlines()[-1])
+    assert finish["payload"]["usage_by_agent"]["parent-agent/writing-agent"] == {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+
+
 def test_run_a_file_target_continues_a_thread(workdir: Path) -> None:
     db = workdir / "threads.db"
     first = cli("run", "counter.py:agent", "hello", "--thread", "t1", "--db", str(db), cwd=workdir)
