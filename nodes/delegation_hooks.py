@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from supervisor_graph.nodes.budget import Budget
 from supervisor_graph.nodes.context import DELEGATION_HOOK_ERRORS, RequestContext
 from supervisor_graph.nodes.delegation_result import DelegationResult
 from supervisor_graph.nodes.options import RunHandle
@@ -54,6 +55,8 @@ class DelegationStartResult(BaseModel):
     rejection_reason: str | None = None
     modified_prompt: str | None = None
     modified_max_steps: int | None = Field(default=None, ge=1, strict=True)
+    modified_budget: Budget | None = None
+    """Replaces the subagent's own budget for this delegation (SPEC §25); the call's still applies."""
     thread_metadata: dict[str, Any] | None = None
 
 

@@ -76,6 +76,7 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
             **task,
             "prompt": decision.modified_prompt if decision.modified_prompt is not None else task["prompt"],
             "max_steps": decision.modified_max_steps or task.get("max_steps"),
+            "budget": decision.modified_budget.model_dump(exclude_none=True) if decision.modified_budget else None,
             "request_context": values,
             "thread_metadata": decision.thread_metadata,
         }

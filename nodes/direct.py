@@ -51,6 +51,7 @@ from langgraph.types import Command, RetryPolicy, Send
 
 from supervisor_graph.checkpointers.compat import checkpointer_of, has_checkpointer, is_resuming
 from supervisor_graph.checkpointers.first_write import first_write_config
+from supervisor_graph.nodes.budget import budget_notice, exceeded_result, over_budget, spend
 from supervisor_graph.nodes.context import RUN_IDENTITY_KEYS, check_json, using_request_context
 from supervisor_graph.nodes.delegation_result import DelegationRecord
 from supervisor_graph.nodes.delegation_transcript import record_answer, record_transcript
@@ -176,6 +177,7 @@ async def run_directly(
         return Command(goto=Send(key, {**task, RESUME_NS_KEY: namespace, "request_context": values}))
     await journal.save(history, finish_reason=outcome)
     record_answer(record, {"messages": history, "finish_reason": outcome})
+    exceeded_result(record, handle.budget)
     if run is not None:
         await run.on_chain_end({"text": record.text, "finish_reason": outcome})
     return None
@@ -273,19 +275,22 @@ class _Loop:
                 return "max_steps"
             if self.handle.abort_signal is not None and self.handle.abort_signal.is_set():
                 return "abort"
+            if over_budget(self.handle.budget):  # a budget is used up: stop before the model call (SPEC §25)
+                return "budget"
             if model is None:
                 model = await self.spec.resolve_model(self.handle.request_context, False, self.handle.override)
                 system = await self.spec.resolve_instructions(self.handle.request_context, self.handle.override)
             self.emit("step-start", {"iteration": iteration + 1})
             response = await _call(
                 model,
-                model_input(system, self.handle.context_messages, self.history),
+                model_input(budget_notice(self.handle.budget, system), self.handle.context_messages, self.history),
                 self.model_config,
                 self.spec.retry_policy,
                 self.spec.agent_id,
             )
             if not isinstance(response, AIMessage):
                 raise TypeError(f"Agent {self.spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
+            spend(self.handle.budget, response.usage_metadata)
             response, errors = repair_calls(response)
             if response.tool_calls:
                 _, more = dispatch(self.spec, self.opts, self.handle, response, {e.tool_call_id for e in errors})

@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from supervisor_graph.checkpointers.naming import NS_JOIN
+from supervisor_graph.nodes.budget import Budget, BudgetScope
 from supervisor_graph.nodes.context import AbortSignal, RequestContext
 from supervisor_graph.nodes.scoring import TaskCompleteOptions
 from supervisor_graph.nodes.versions import AgentOverride, VersionSelection
@@ -85,6 +86,8 @@ class RunOptions(BaseModel):
     pending: Literal["refuse", "decline"] = "refuse"
     """A new message while approvals wait: refused with `PendingApprovalError`, or
     `"decline"`: the waiting calls are declined first (they never run)."""
+    budget: Budget | None = None
+    """Limits for the whole call, every delegation included (SPEC §25; nodes/budget.py)."""
 
     @field_validator("request_context", mode="before")
     @classmethod
@@ -153,6 +156,8 @@ class RunHandle:
     override: AgentOverride | None = None
     # Hosts background delegations (SPEC §12); None: they run inline.
     background: Any = None
+    # The budgets this agent's run is under and their counters (SPEC §25); None: no budget.
+    budget: BudgetScope | None = None
 
     @property
     def root(self) -> RequestContext:
@@ -185,6 +190,11 @@ class RunContext(BaseModel):
         description='Stored agent versions to run instead of code definitions, e.g. {"agents": {"research-agent": '
         '{"status": "published"}}, "default_status": "published"}; read from the run\'s store.',
     )
+    budget: Budget | None = Field(
+        default=None,
+        description='Limits for the whole run, every delegation included: {"tokens": int, "seconds": float, '
+        '"tool_calls": int}; at 100% an agent stops before its next model call (finish reason "budget").',
+    )
 
     _options: RunOptions | None = PrivateAttr(default=None)
     _handle: RunHandle | None = PrivateAttr(default=None)
@@ -211,7 +221,7 @@ class RunContext(BaseModel):
     def effective(self, defaults: RunOptions) -> RunOptions:
         """The options a node acts on: attached ones, else defaults plus JSON fields."""
         opts = self._options or defaults
-        if self.max_steps is None and self.require_tool_approval is None and self.versions is None:
+        if self.max_steps is None and self.require_tool_approval is None and self.versions is None and self.budget is None:
             return opts
         update: dict[str, Any] = {}
         if self.max_steps is not None:
@@ -220,4 +230,6 @@ class RunContext(BaseModel):
             update["require_tool_approval"] = self.require_tool_approval
         if self.versions is not None and self._options is None:
             update["versions"] = self.versions
+        if self.budget is not None and self._options is None:
+            update["budget"] = self.budget
         return opts.model_copy(update=update)

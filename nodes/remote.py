@@ -24,6 +24,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from supervisor_graph.checkpointers.compat import read_channel
+from supervisor_graph.nodes.budget import spend
 from supervisor_graph.nodes.context import RUN_IDENTITY_KEYS
 from supervisor_graph.nodes.delegation_complete import finish_delegation
 from supervisor_graph.nodes.delegation_result import DelegationRecord
@@ -156,6 +157,7 @@ def make_remote_node(parent: AgentSpec, key: str, spec: RemoteSpec) -> Any:
                     answers[item.get("id")] = interrupt(_local_request(item, spec, handle, namespace, thread_id))
                 run_input = {"command": {"resume": answers}}
             _outcome(state.get("values") or {}, record)
+            spend(handle.budget, record.usage)  # counted against this run's budgets once it has ended (SPEC §25)
         except GraphBubbleUp:
             raise  # this graph's own pause: the parent's caller answers it
         except Exception as exc:  # noqa: BLE001 - an unreachable or failing server is a failed delegation

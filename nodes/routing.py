@@ -77,6 +77,7 @@ class DelegationTask(TypedDict, total=False):
     key: str
     prompt: str
     max_steps: int | None
+    budget: dict[str, Any] | None  # `modified_budget` from on_delegation_start (JSON: the Send is checkpointed)
     # set by the start hook node: the subagent's request-context copy (plain JSON) and
     # metadata for its thread
     request_context: dict[str, Any]

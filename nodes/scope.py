@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from supervisor_graph.nodes.budget import open_budget
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.spec import AgentSpec
@@ -66,6 +67,9 @@ def run_scope(spec: AgentSpec, config: RunnableConfig, runtime: Runtime[Any] | N
         request_context=request_context,
         abort_signal=opts.abort_signal,
         thread_id=configurable.get("thread_id"),
+        # the call's budget and the agent's own; a background task a server runs as a run of
+        # its own is under its subagent's budget only (nodes/budget.py)
+        budget=None if isinstance(ctx, RunContext) and ctx.background_task else open_budget(opts.budget, spec.budget),
     )
     if opts.versions is not None and spec.versions_for is not None:
         # stored versions come from the run's store (servers provide one)

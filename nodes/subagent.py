@@ -26,6 +26,7 @@ from langgraph.types import Command
 from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
 from supervisor_graph.nodes.background import BackgroundLaunch, outcome_text, started_text, task_id_of
+from supervisor_graph.nodes.budget import child_budget, exceeded_result
 from supervisor_graph.nodes.context import (
     RESOURCE_ID_KEY,
     RUN_ID_KEY,
@@ -152,6 +153,8 @@ def make_subagent_node(
                 scratch=handle.scratch,
                 versions=handle.versions,
                 override=await handle.versions.resolve(agent_id) if handle.versions is not None else None,
+                # its parent's budgets and its own (`modified_budget`, else `Agent(budget=)`), from now
+                budget=child_budget(handle.budget, task.get("budget"), sub_spec.budget),
             )
             sub_opts = sub_options(opts, sub_spec.defaults, task.get("max_steps"), sub_handle)
             sub_config: RunnableConfig = {
@@ -270,6 +273,7 @@ async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunCont
     finally:
         record_transcript(record, latest)
     record_answer(record, latest)
+    exceeded_result(record, context.handle.budget if context.handle is not None else None)
 
 
 async def _started_update(
@@ -313,6 +317,7 @@ async def _launch_on_server(
         "request_context": task.get("request_context"),
         "timeout_ms": settings.timeout_ms,
         "retries": settings.retries,
+        "budget": task.get("budget"),  # `modified_budget`, if the start hook gave one (SPEC §25)
         # its run is a trace of its own on the server, linked to this one (SPEC §24)
         "parent_run_id": str(parent_run_of(config) or ""),
         "trace_headers": traceparent_headers(config),

@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite, Send
 
 from supervisor_graph.nodes.background_control import CONTROL_TOOLS, answer_control_calls
+from supervisor_graph.nodes.budget import budget_notice, over_budget, spend
 from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
@@ -251,6 +252,8 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         if iteration >= opts.max_steps or (stop_at is not None and iteration >= stop_at):
             reason = "max_steps" if stop_at is None else "stop"
             return Command(update={**end_update(state, reason, pending), **consumed}, goto=END)
+        if over_budget(handle.budget):  # a budget is used up: stop before the model call (SPEC §25)
+            return Command(update={**end_update(state, "budget", pending), **consumed}, goto=END)
 
         emit = Emitter(runtime, handle)
         emit("step-start", {"iteration": iteration + 1})
@@ -263,6 +266,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
             memory_value = await read_value(spec.working_memory, spec.agent_id, state, runtime.store, handle)
             section = spec.working_memory.render(memory_value)
             system = f"{system}\n\n{section}" if system else section
+        system = budget_notice(handle.budget, system)  # a budget at 80%: one line, this call only
         history = [*messages, *pending] if pending else messages
         try:
             response = await model.ainvoke(model_input(system, handle.context_messages, history), config)
@@ -273,6 +277,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
             raise ModelCallError(spec.agent_id, exc) from exc
         if not isinstance(response, AIMessage):
             raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
+        spend(handle.budget, response.usage_metadata)
         response, errors = repair_calls(response)
         if spec.background is not None and any(c["name"] in CONTROL_TOOLS for c in response.tool_calls):
             control = [c for c in response.tool_calls if c["name"] in CONTROL_TOOLS]
@@ -336,6 +341,8 @@ def server_task_start(task: Mapping[str, Any]) -> Command[Any]:
     payload = {"call": call, "key": task["key"], "prompt": task["prompt"], "max_steps": None, "background_run": dict(task)}
     if task.get("request_context") is not None:
         payload["request_context"] = task["request_context"]
+    if task.get("budget") is not None:
+        payload["budget"] = task["budget"]
     return Command(goto=Send(task["key"], payload))
 
 

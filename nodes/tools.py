@@ -24,6 +24,7 @@ from langgraph.store.base import BaseStore
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from supervisor_graph.nodes.budget import take_tool_call
 from supervisor_graph.nodes.context import using_request_context
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle
@@ -245,6 +246,8 @@ async def run_tool_call(
                     {"tool_name": call["name"], "run_id": handle.run_id},
                     index=False,
                 )
+    if result is None:  # counted as it runs; one past the budget gets a result instead (SPEC §25)
+        result = take_tool_call(handle.budget, call)
     if result is None:
         current: dict[str, Any] = {
             "call": ToolCallInfo(id=call_id, name=call["name"], args=call["args"]),

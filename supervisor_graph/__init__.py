@@ -42,6 +42,7 @@ from supervisor_graph.declaration.tools import (
 )
 from supervisor_graph.memory.memory import Memory, ThreadRecord
 from supervisor_graph.memory.versions import AgentDefinition, AgentVersion
+from supervisor_graph.nodes.budget import Budget
 from supervisor_graph.nodes.context import AbortController, AbortSignal, RequestContext
 from supervisor_graph.nodes.delegation import (
     DELEGATION_HOOK_ERRORS,
@@ -74,6 +75,7 @@ __all__ = [
     "AgentVersion",
     "Agent",
     "AgentStream",
+    "Budget",
     "DelegationCompleteContext",
     "DelegationCompleteResult",
     "DelegationResult",

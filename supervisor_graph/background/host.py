@@ -36,6 +36,7 @@ from supervisor_graph.nodes.background import (
     BackgroundTaskConfig,
     outcome_text,
 )
+from supervisor_graph.nodes.budget import child_budget, exceeded_result, own_budget, restarted
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
     DelegationRecord,
@@ -119,6 +120,7 @@ class RunBackground:
                 "tool_name": launch.tool_name,
                 "prompt": launch.prompt,
                 "request_context": _plain(launch.context.handle.request_context),
+                "budget": own_budget(launch.context.handle.budget),  # for a re-run or a resume
                 "status": "running",
                 "tries": 0,
                 "result_text": None,
@@ -261,6 +263,8 @@ class RunBackground:
         )
         latest: dict[str, Any] = {}
         interrupts: list[Any] = []
+        handle = launch.context.handle
+        handle.budget = restarted(handle.budget)  # each try: its subagent's own budget, from now (SPEC §25)
 
         async def run() -> None:
             nonlocal latest
@@ -300,6 +304,7 @@ class RunBackground:
             thread = config["configurable"]["thread_id"]
             return "waiting", delegation, [_pending(item, thread, launch) for item in interrupts]
         record_answer(delegation, latest)
+        exceeded_result(delegation, handle.budget)
         return "completed", delegation, []
 
     # -- a paused task --------------------------------------------------------------
@@ -329,6 +334,7 @@ class RunBackground:
             resource_id=f"{self.resource_id or self.thread_id}/{record['agent_key']}",
             stream_events=False,
             durable=True,
+            budget=child_budget(None, record.get("budget"), sub.budget),
         )
         context = RunContext.for_run(sub_options(parent_options, sub.defaults, None, sub_handle), sub_handle)
         return BackgroundLaunch(

@@ -117,6 +117,7 @@ def build_spec(agent: Agent) -> AgentSpec:
             if not isinstance(sub, RemoteAgent) and sub.result_preview_tokens is not None
         },
         tracing=agent.tracing,
+        budget=agent.budget,
         background=agent.background_settings,
         versions_for=resolver_for,
         server_host_for=server_host,

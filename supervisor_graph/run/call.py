@@ -24,6 +24,7 @@ from supervisor_graph.background.outcomes import outcomes
 from supervisor_graph.declaration.models import check_credentials, model_strings
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.memory.versions import RunVersions
+from supervisor_graph.nodes.budget import open_budget
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.delegation import (
     RESOURCE_ID_KEY,
@@ -199,6 +200,7 @@ class Run:
             resource_id=resource_id,
             root_context=request_context,
             durable=durable,
+            budget=open_budget(opts.budget, agent.budget),  # counted from here (nodes/budget.py)
         )
         if opts.versions is not None:
             opts = await _select_versions(agent, opts, options, handle)

@@ -302,6 +302,10 @@ async def test_usage_reaches_the_client_in_the_runs_output(cluster: dict) -> Non
     await parity.check_usage(live(cluster))
 
 
+async def test_a_budget_comes_from_the_runs_context(cluster: dict) -> None:
+    await parity.check_budget(live(cluster))
+
+
 async def test_a_version_in_the_servers_store_is_selected_by_the_runs_context(cluster: dict) -> None:
     """Aegra's store API scopes every namespace per user, so the version is written to the
     cluster's Postgres store directly, the store the graphs read."""

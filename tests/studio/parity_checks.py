@@ -170,6 +170,18 @@ async def check_usage(client: Any) -> None:
         assert (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"]) == (20, 10, 30)
 
 
+async def check_budget(client: Any) -> None:
+    """`context={"budget": ...}` (SPEC §25): the worker stops before its second model call
+    and answers which limit, then the supervisor stops (finish reason "budget"); the
+    thread's next run, without a budget, goes on."""
+    tid = await _thread(client)
+    user = {"request_context": {"user": "ada"}}
+    out = await _run(client, tid, "context", input=_human("go"), context={**user, "budget": {"tokens": 30}})
+    assert out["finish_reason"] == "budget" and _tool_results(out["messages"]) == ["[Budget exceeded] tokens"], out
+    out = await _run(client, tid, "context", input=_human("again"), context=user)
+    assert out["finish_reason"] == "stop" and out["messages"][-1]["content"] == "it is ada"
+
+
 async def check_versions(client: Any, put: Callable[[tuple[str, ...], str, dict[str, Any]], Awaitable[None]]) -> None:
     """A version stored in the server's store, selected by the run's context, replaces the
     subagent's code definition; without a selection the code runs. `put(namespace, key,

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # supervisor_graph.__all__ of release 0.1 (issue 27: the restructure changes no public name)
 PUBLIC_NAMES = {
-    "AbortController", "AbortSignal", "Agent", "AgentDefinition", "AgentStream", "AgentVersion",
+    "AbortController", "AbortSignal", "Agent", "AgentDefinition", "AgentStream", "AgentVersion", "Budget",
     "DELEGATION_HOOK_ERRORS", "DelegationCompleteContext", "DelegationCompleteResult", "DelegationOptions",
     "DelegationResult", "DelegationStartContext", "DelegationStartResult", "FinishChunk", "GenerateResult",
     "IterationContext", "IterationResult", "Memory", "MemoryOptions", "MissingAPIKeyError", "ModelCallError",

@@ -45,6 +45,7 @@ EXPECT = {
     "embedding-in-your-app-1": "Published",
     "memory-and-threads-1": "user-42",
     "observability-1": "['invoke_agent Editor', 'invoke_agent Researcher']",
+    "budgets-1": "[Budget exceeded] tokens\nstop 90",
 }
 
 _MARKER = re.compile(r"<!--\s*(file|not run):\s*(.*?)\s*-->")
