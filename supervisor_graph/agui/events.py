@@ -105,7 +105,7 @@ class RunTranslator:
         self.reopen = reopen or {}
         self.usage = UsageMeter()
         self.subagents = SubagentTracker()
-        self.streams = MessageStreams(self._sub)
+        self.streams = MessageStreams(self._sub, None if self.s.dialect.camel else self.s.dialect.meta)
         self.calls: dict[Key, _Call] = {}
         self.held: dict[Key, _Call] = {}
         self.started: set[Key] = set()
@@ -216,6 +216,13 @@ class RunTranslator:
         if not self._visible(ns) or not delta:
             return []
         return self.streams.reasoning_delta(ns, str(chunk.payload.get("message_id") or uuid.uuid4()), delta)
+
+    def _on_step_start(self, chunk: StreamChunk) -> list[BaseEvent]:
+        ns = chunk.namespace
+        if not self._visible(ns):
+            return []
+        where = f" ({self._sub(ns) or ''}"[:11] + ")" if ns else ""  # parallel delegations of one agent
+        return self.streams.step_started(ns, f"{chunk.agent_path[-1]} step {chunk.payload.get('iteration')}{where}")
 
     def _on_step_finish(self, chunk: StreamChunk) -> list[BaseEvent]:
         ns, payload = chunk.namespace, chunk.payload

@@ -1,7 +1,8 @@
 """The text and reasoning messages one run has open, per namespace, and the events that
 open, continue and close them: one text message per model call, under the call's
 `AIMessage` id; a reasoning span ends with the provider's artefacts as an encrypted
-value."""
+value. Each model call is also a step (`STEP_STARTED` / `STEP_FINISHED`, the call's
+usage in the finish's metadata), which the playground's timeline draws."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from ag_ui.core import (
     ReasoningMessageEndEvent,
     ReasoningMessageStartEvent,
     ReasoningStartEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -34,8 +37,10 @@ def _now() -> int:
 class MessageStreams:
     """`subagent_of(namespace)` is the `subagent_run_id` events in that namespace carry."""
 
-    def __init__(self, subagent_of: Callable[[str], str | None]) -> None:
+    def __init__(self, subagent_of: Callable[[str], str | None], step_meta: Callable[..., Any] | None = None) -> None:
         self._sub = subagent_of
+        self._step_meta = step_meta  # None: no STEP events (the Mastra dialect sends none)
+        self.steps: dict[str, str] = {}  # namespace -> the step open there
         self.text: dict[str, str] = {}
         self.reasoning_message: dict[str, str] = {}
         self.reasoning_span: dict[str, str] = {}
@@ -61,13 +66,28 @@ class MessageStreams:
 
     def close(self, ns: str | None = None) -> list[BaseEvent]:
         """End open text and reasoning (in `ns` and below, or everywhere)."""
-        names = {*self.text, *self.reasoning_message, *self.reasoning_span}
+        names = {*self.text, *self.reasoning_message, *self.reasoning_span, *self.steps}
         if ns is not None:
             names = {n for n in names if n == ns or n.startswith(ns + "|")}
         events: list[BaseEvent] = []
         for name in sorted(names, key=lambda n: n.count("|"), reverse=True):
-            events += self.close_text(name) + self.close_span(name)
+            events += self.close_text(name) + self.close_span(name) + self.close_step(name)
         return events
+
+    def step_started(self, ns: str, name: str) -> list[BaseEvent]:
+        if self._step_meta is None:
+            return []
+        events = self.close_step(ns)
+        self.steps[ns] = name
+        return [*events, StepStartedEvent(step_name=name, subagent_run_id=self._sub(ns), timestamp=_now())]
+
+    def close_step(self, ns: str, usage: dict[str, Any] | None = None) -> list[BaseEvent]:
+        """End the step open in `ns` (with the model call's usage when it finished)."""
+        name = self.steps.pop(ns, None)
+        if name is None:
+            return []
+        meta = self._step_meta(usage=usage) if usage and self._step_meta is not None else None
+        return [StepFinishedEvent(step_name=name, subagent_run_id=self._sub(ns), metadata=meta, timestamp=_now())]
 
     def text_delta(self, ns: str, message_id: str, delta: str) -> list[BaseEvent]:
         sub, events = self._sub(ns), []
@@ -112,4 +132,4 @@ class MessageStreams:
                     timestamp=_now(),
                 )
             )
-        return events + self.close_span(ns)
+        return events + self.close_span(ns) + self.close_step(ns, payload.get("usage"))

@@ -50,6 +50,7 @@ async def test_reasoning_streams_with_its_encrypted_value() -> None:
     kinds = [k for i, k in enumerate(types(events)) if i == 0 or k != types(events)[i - 1]]  # text streams word by word
     assert kinds == [
         "RUN_STARTED",
+        "STEP_STARTED",
         "REASONING_START",
         "REASONING_MESSAGE_START",
         "REASONING_MESSAGE_CONTENT",
@@ -59,6 +60,7 @@ async def test_reasoning_streams_with_its_encrypted_value() -> None:
         "TEXT_MESSAGE_END",
         "REASONING_ENCRYPTED_VALUE",
         "REASONING_END",
+        "STEP_FINISHED",
         "RUN_FINISHED",
     ]
     content = of_type(events, "REASONING_MESSAGE_CONTENT")[0]

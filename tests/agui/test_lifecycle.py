@@ -40,7 +40,18 @@ async def test_a_plain_answer_streams_one_text_message() -> None:
     bridge = AGUIAgent(solo("Hello there, friend."), resource_id="u1")
     events = await collect(bridge, make_input())
     assert_one_terminal(events)
-    assert types(events) == ["RUN_STARTED", "TEXT_MESSAGE_START", *["TEXT_MESSAGE_CONTENT"] * 3, "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert types(events) == [
+        "RUN_STARTED",
+        "STEP_STARTED",  # each model call is a step, its usage in the finish (the playground's timeline)
+        "TEXT_MESSAGE_START",
+        *["TEXT_MESSAGE_CONTENT"] * 3,
+        "TEXT_MESSAGE_END",
+        "STEP_FINISHED",
+        "RUN_FINISHED",
+    ]
+    step = of_type(events, "STEP_FINISHED")[0]
+    assert step["stepName"] == of_type(events, "STEP_STARTED")[0]["stepName"] == "solo step 1"
+    assert step["metadata"]["supervisor_graph"]["usage"]["input_tokens"] == 10
     start = of_type(events, "TEXT_MESSAGE_START")[0]
     assert start["role"] == "assistant"
     assert "".join(e["delta"] for e in of_type(events, "TEXT_MESSAGE_CONTENT")) == "Hello there, friend."

@@ -203,7 +203,8 @@ async def test_a_paused_run_waits_and_its_resume_continues_without_a_new_model_c
         assert [(r["kind"], r["name"], r["label"], r["state"]) for r in rows] == [
             ("step", "supervisor", "step 1", "done"),
             ("delegation", "payer-agent", "delegation", "waiting"),
-            ("step", "payer-agent", "step 1", "waiting"),
+            # its model call ended (STEP_FINISHED): the tool call it made is what waits
+            ("step", "payer-agent", "step 1", "done"),
         ]
         await expect(page.locator("#timeline-summary")).to_contain_text("Run · waiting")
         await page.get_by_role("button", name="Approve").click()

@@ -4,14 +4,14 @@
 // sent, onEvent() for each event, stop() when the stream ends, show() on a thread switch.
 // A thread keeps its last run while the page lives; a new run replaces it.
 //
-// The bridge sends no STEP_* events today, so a step is inferred per agent (the top one,
-// or a subagent run): it starts when the agent starts (RUN_STARTED, SUBAGENT_STARTED) or
-// when the last of its open tool calls has its result, and ends with the first event that
-// carries the model message it produced (TOOL_CALL_START's parentMessageId,
-// TEXT_MESSAGE_END, REASONING_END). When STEP_STARTED / STEP_FINISHED do come, they are
-// used instead, with the tokens in STEP_FINISHED.metadata.supervisor_graph.usage. Tokens
-// are otherwise the stream's: per delegation (SUBAGENT_FINISHED) and per run. A
-// background task is a row from its launch to its outcome (the CUSTOM events).
+// Steps come from STEP_STARTED / STEP_FINISHED (the bridge sends one pair per model call,
+// the call's tokens in STEP_FINISHED.metadata.supervisor_graph.usage). A stream without
+// them (the Mastra dialect, another server) still gets steps, inferred per agent: one
+// starts when the agent starts (RUN_STARTED, SUBAGENT_STARTED) or when the last of its
+// open tool calls has its result, and ends with the first event that carries the model
+// message it produced (TOOL_CALL_START's parentMessageId, TEXT_MESSAGE_END,
+// REASONING_END). Delegations have their tokens from SUBAGENT_FINISHED, the run from
+// RUN_FINISHED. A background task is a row from its launch to its outcome (CUSTOM events).
 "use strict";
 
 const timeline = (() => {
