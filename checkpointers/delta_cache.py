@@ -58,7 +58,7 @@ class _Thread:
 class DeltaHistoryCache:
     """Mixin for a `BaseCheckpointSaver`; see the module docstring."""
 
-    delta_channels: frozenset[str] = frozenset({"messages"})
+    delta_channels: frozenset[str] = frozenset({"messages", "compaction"})  # nodes/state.py, nodes/compaction.py
     delta_cache_writes: int = 200_000  # writes kept in all threads together
     # Integer channel versions instead of the savers' 52-character strings (a counter
     # plus a random suffix), which make up half of every checkpoint. Only for savers that
@@ -153,8 +153,8 @@ class DeltaHistoryCache:
         """LangGraph's ancestor walk, over what this process stored: writes of each
         ancestor from the target's parent up, until a known history, a snapshot or the
         root."""
-        if target.history is not None:
-            return target.history
+        if target.history is not None:  # computed for these channels? (a reader may know fewer)
+            return target.history if all(ch in target.history for ch in channels) else None
         newest_first: list[PendingWrite] = []
         cursor = target.parent
         while cursor is not None:

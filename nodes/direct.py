@@ -52,6 +52,7 @@ from langgraph.types import Command, RetryPolicy, Send
 from supervisor_graph.checkpointers.compat import checkpointer_of, has_checkpointer, is_resuming
 from supervisor_graph.checkpointers.first_write import first_write_config
 from supervisor_graph.nodes.budget import budget_notice, exceeded_result, over_budget, spend
+from supervisor_graph.nodes.compaction import COMPACTION_KEY, compact_input
 from supervisor_graph.nodes.context import RUN_IDENTITY_KEYS, check_json, using_request_context
 from supervisor_graph.nodes.delegation_result import DelegationRecord
 from supervisor_graph.nodes.delegation_transcript import record_answer, record_transcript
@@ -192,12 +193,14 @@ class _Journal:
         self.messages: list[BaseMessage] = []
         self.saved = 0  # messages of the history already in the thread
         self.exists = False  # the thread has a checkpoint (a re-run found one, or this task wrote one)
+        self.compaction: Any = None  # the summary of older turns the model sees (nodes/compaction.py)
 
     async def load(self) -> None:
         if not self.durable:
             return
         state = await self.graph.aget_state(self.config)
         self.messages = list((state.values or {}).get("messages") or [])
+        self.compaction = (state.values or {}).get(COMPACTION_KEY)
         self.saved = len(self.messages)
         self.exists = bool(state.values)
 
@@ -207,6 +210,8 @@ class _Journal:
         values: dict[str, Any] = {"messages": history[self.saved :]}
         if finish_reason is not None:
             values["finish_reason"] = finish_reason
+        if self.compaction is not None:
+            values[COMPACTION_KEY] = self.compaction
         # the thread's first write needs no read: its namespace is this task's own
         config = self.config if self.exists else first_write_config(self.config, checkpointer_of(self.config))
         await self.graph.aupdate_state(config, values, as_node=SUPERVISOR_NODE)
@@ -281,9 +286,16 @@ class _Loop:
                 model = await self.spec.resolve_model(self.handle.request_context, False, self.handle.override)
                 system = await self.spec.resolve_instructions(self.handle.request_context, self.handle.override)
             self.emit("step-start", {"iteration": iteration + 1})
+            context, shown, compacted = await compact_input(  # older turns summarised when the input is too big
+                self.spec.compaction, model, system, self.handle.context_messages, self.history,
+                self.journal.compaction, self.model_config, self.emit,
+            )  # fmt: skip
+            if compacted is not None:
+                self.journal.compaction = compacted  # kept in the delegation thread with the journal
+                spend(self.handle.budget, compacted["usage"])  # the summariser's tokens count against budgets too
             response = await _call(
                 model,
-                model_input(budget_notice(self.handle.budget, system), self.handle.context_messages, self.history),
+                model_input(budget_notice(self.handle.budget, system), context, shown),
                 self.model_config,
                 self.spec.retry_policy,
                 self.spec.agent_id,

@@ -19,6 +19,7 @@ from langchain_core.tools import BaseTool
 from supervisor_graph.nodes.background import BackgroundSettings
 from supervisor_graph.nodes.background_control import CONTROL_SCHEMAS
 from supervisor_graph.nodes.budget import Budget
+from supervisor_graph.nodes.compaction import Compactor
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.versions import AgentOverride
@@ -96,6 +97,7 @@ class AgentSpec:
     # subagent key -> its `result_preview_tokens`: longer answers reach this agent as a preview and a ref
     preview_tokens: Mapping[str, int] = field(default_factory=dict)
     tracing: bool = True  # False: `Agent(tracing=False)`, no OpenTelemetry spans for its runs
+    compaction: Compactor | None = None  # `Agent(compaction=...)`: its model input kept under a size (SPEC §25)
     budget: Budget | None = None  # `Agent(budget=...)`: limits for each run of this agent (SPEC §25)
     # (selection, the run's store) -> a version resolver, for runs the facade did not
     # prepare (Studio, servers, `graph.ainvoke`); given by the compiler, which knows how

@@ -27,6 +27,7 @@ from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
 from supervisor_graph.nodes.background import BackgroundLaunch, outcome_text, started_text, task_id_of
 from supervisor_graph.nodes.budget import child_budget, exceeded_result
+from supervisor_graph.nodes.compaction import COMPACTION_KEY, summarised
 from supervisor_graph.nodes.context import (
     RESOURCE_ID_KEY,
     RUN_ID_KEY,
@@ -138,6 +139,8 @@ def make_subagent_node(
             parent_messages: list[BaseMessage] = read_channel(config, "messages") or []
             # inherit_context=False: only the prompt and its own thread (the filter still runs)
             inherited = [*handle.context_messages, *parent_messages] if sub_spec.inherit_context else []
+            if parent.compaction is not None and inherited:  # what the parent's model sees: its summary
+                inherited = summarised(inherited, read_channel(config, COMPACTION_KEY))
             chosen = await apply_message_filter(opts, handle, inherited, agent_id, prompt, tool_call_id)
             sub_handle = RunHandle(
                 run_id=handle.run_id,

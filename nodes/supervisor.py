@@ -18,6 +18,7 @@ from langgraph.types import Command, Overwrite, Send
 
 from supervisor_graph.nodes.background_control import CONTROL_TOOLS, answer_control_calls
 from supervisor_graph.nodes.budget import budget_notice, over_budget, spend
+from supervisor_graph.nodes.compaction import COMPACTION_KEY, compact_input
 from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
@@ -268,8 +269,13 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
             system = f"{system}\n\n{section}" if system else section
         system = budget_notice(handle.budget, system)  # a budget at 80%: one line, this call only
         history = [*messages, *pending] if pending else messages
+        context, shown, compacted = await compact_input(  # older turns summarised when the input is too big
+            spec.compaction, model, system, handle.context_messages, history, state.get("compaction"), config, emit
+        )
+        if compacted is not None:
+            spend(handle.budget, compacted["usage"])  # the summariser's tokens count against budgets too
         try:
-            response = await model.ainvoke(model_input(system, handle.context_messages, history), config)
+            response = await model.ainvoke(model_input(system, context, shown), config)
         except GraphBubbleUp:
             raise
         except Exception as exc:  # noqa: BLE001 - provider text must not reach the checkpoint
@@ -326,6 +332,8 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
             command = route_turn(spec, opts, handle, state, response, errors)
         if memory_update:
             command.update.update(memory_update)  # type: ignore[union-attr]
+        if compacted is not None:  # checkpointed with this step: never summarised again
+            command.update[COMPACTION_KEY] = compacted  # type: ignore[index]
         if pending:
             command.update["messages"] = [*pending, *command.update["messages"]]  # type: ignore[index]
             command.update.update(consumed)  # type: ignore[union-attr]

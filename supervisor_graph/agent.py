@@ -29,6 +29,7 @@ from supervisor_graph.declaration.tools import tool_from_callable
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.background import BackgroundSettings, BackgroundTaskConfig
 from supervisor_graph.nodes.budget import Budget
+from supervisor_graph.nodes.compaction import CompactionSettings
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
@@ -96,6 +97,9 @@ class Agent(BaseModel):
     )
     result_preview_tokens: int | None = Field(
         default=None, ge=1, description="As a subagent, longer answers reach the supervisor as a preview and a [ref: id]."
+    )
+    compaction: CompactionSettings | None = Field(
+        default=None, description='Older turns summarised to keep its model input small (SPEC §25): {"max_tokens", "keep_last", "model"}.'
     )
     budget: Budget | None = Field(
         default=None, description='Limits for each run of this agent (SPEC §25): {"tokens", "seconds", "tool_calls"}.'

@@ -14,6 +14,7 @@ only when it has that hook, so unused hooks cost no super-step.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -30,6 +31,7 @@ from supervisor_graph.declaration.remote import RemoteAgent
 from supervisor_graph.declaration.tools import is_client_tool
 from supervisor_graph.memory.versions import resolver_for
 from supervisor_graph.nodes.background import input_schema, state_schema
+from supervisor_graph.nodes.compaction import Compactor, with_compaction
 from supervisor_graph.nodes.delegation import make_complete_node, make_start_node
 from supervisor_graph.nodes.errors import unwrapping_retry_on
 from supervisor_graph.nodes.iteration import make_iteration_node
@@ -87,6 +89,18 @@ def _lazy_string_model(value: str) -> Any:
     return factory
 
 
+def _compactor(agent: Agent) -> Compactor | None:
+    """The agent's compaction (SPEC §25); a summariser's model string is resolved at the
+    first summary (its credentials are checked with the agent's, `model_strings`)."""
+    settings = agent.compaction
+    if settings is None:
+        return None
+    summariser = settings.model
+    if isinstance(summariser, str):
+        return Compactor(settings, agent.id, functools.partial(_lazy_string_model(summariser), None))
+    return Compactor(settings, agent.id, summariser)
+
+
 def build_spec(agent: Agent) -> AgentSpec:
     """Resolve a declaration into what its nodes need, once."""
     tools: dict[str, BaseTool] = dict(agent.tools)
@@ -117,6 +131,7 @@ def build_spec(agent: Agent) -> AgentSpec:
             if not isinstance(sub, RemoteAgent) and sub.result_preview_tokens is not None
         },
         tracing=agent.tracing,
+        compaction=_compactor(agent),
         budget=agent.budget,
         background=agent.background_settings,
         versions_for=resolver_for,
@@ -153,7 +168,7 @@ def new_builder(agent: Agent, spec: AgentSpec) -> Any:
     in_state = spec.working_memory is not None and spec.working_memory.scope == "thread"
     background = spec.background is not None
     return StateGraph(
-        state_schema(in_state, background),
+        with_compaction(state_schema(in_state, background), spec.compaction),
         input_schema=input_schema(in_state, background),
         context_schema=RunContext,
     )
@@ -170,7 +185,9 @@ def add_nodes(builder: Any, agent: Agent, spec: AgentSpec, table: dict[str, Any]
         SUPERVISOR_NODE,
         table[SUPERVISOR_NODE],
         # a node reads the channels of its annotated state type unless told otherwise
-        input_schema=state_schema(in_state, background) if in_state or background else None,
+        input_schema=with_compaction(state_schema(in_state, background), spec.compaction)
+        if in_state or background or spec.compaction is not None
+        else None,
         # the node raises ModelCallError around the provider's exception: judge the latter
         retry_policy=agent.retry_policy._replace(retry_on=unwrapping_retry_on(agent.retry_policy.retry_on))
         if agent.retry_policy is not None

@@ -88,6 +88,9 @@ def model_strings(agent: Any) -> Iterator[str]:
     """Every model string in an agent tree (what needs provider credentials)."""
     if isinstance(agent.model, str):
         yield agent.model
+    compaction = getattr(agent, "compaction", None)  # its summariser (SPEC §25)
+    if compaction is not None and isinstance(compaction.model, str):
+        yield compaction.model
     for sub in agent.agents.values():
         yield from model_strings(sub)
 
@@ -142,6 +145,9 @@ class OpenAIChatModel(BaseChatModel):
                     model=self.model, http_async_client=DefaultAsyncHttpxClient(), **self.settings
                 )
             return chat
+
+    def get_num_tokens_from_messages(self, messages: list[BaseMessage], tools: Sequence[Any] | None = None) -> int:
+        return self.client().get_num_tokens_from_messages(messages, tools)  # tiktoken's, for compaction (SPEC §25)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
         # ChatOpenAI formats the tools (strict schemas, tool_choice); the call itself goes

@@ -26,6 +26,7 @@ ChunkType = Literal[
     "background-task-completed",
     "background-task-failed",
     "step-finish",
+    "compaction",
     "finish",
     "error",
     "abort",

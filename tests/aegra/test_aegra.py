@@ -306,6 +306,10 @@ async def test_a_budget_comes_from_the_runs_context(cluster: dict) -> None:
     await parity.check_budget(live(cluster))
 
 
+async def test_a_long_conversation_compacts(cluster: dict) -> None:
+    await parity.check_compaction(live(cluster))
+
+
 async def test_a_version_in_the_servers_store_is_selected_by_the_runs_context(cluster: dict) -> None:
     """Aegra's store API scopes every namespace per user, so the version is written to the
     cluster's Postgres store directly, the store the graphs read."""

@@ -32,6 +32,7 @@ GRAPHS = {
         "background_slow",
         "background_approval",
         "background_control",
+        "compaction",
     )
 }
 
@@ -180,6 +181,19 @@ async def check_budget(client: Any) -> None:
     assert out["finish_reason"] == "budget" and _tool_results(out["messages"]) == ["[Budget exceeded] tokens"], out
     out = await _run(client, tid, "context", input=_human("again"), context=user)
     assert out["finish_reason"] == "stop" and out["messages"][-1]["content"] == "it is ada"
+
+
+async def check_compaction(client: Any) -> None:
+    """`Agent(compaction=...)` (SPEC §25): twelve turns on one thread whose model refuses an
+    input over its window; older turns are summarised, the summary is in the thread's
+    state and every original message in its messages."""
+    tid = await _thread(client)
+    for turn in range(12):
+        out = await _run(client, tid, "compaction", input=_human(f"question {turn} " + "y" * 300))
+        assert out["messages"][-1]["content"].startswith("answer"), out
+    values = (await client.threads.get_state(tid))["values"]
+    assert values["compaction"]["summary"] == "summary of the earlier turns", values.get("compaction")
+    assert len(values["messages"]) == 24
 
 
 async def check_versions(client: Any, put: Callable[[tuple[str, ...], str, dict[str, Any]], Awaitable[None]]) -> None:

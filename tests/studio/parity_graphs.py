@@ -345,6 +345,26 @@ background_control_agent = Agent(
 )
 
 
+# -- compaction (SPEC §25): a model that refuses inputs over 3,000 characters keeps
+#    answering a long conversation, its older turns summarised -------------------------
+
+
+def _windowed(messages: list[Any]) -> Any:
+    size = sum(len(str(m.content)) for m in messages)
+    return ValueError(f"input of {size} characters is over the window") if size > 3000 else "answer " + "x" * 300
+
+
+compaction_agent = Agent(
+    id="boss",
+    model=ScriptedChatModel(policy=_windowed, record_calls=False),
+    compaction={
+        "max_tokens": 500,
+        "keep_last": 4,
+        "model": ScriptedChatModel(policy=lambda m: "summary of the earlier turns", record_calls=False),
+    },
+)
+
+
 # -- the graphs the servers serve as `parity_<name>` ------------------------------------
 #
 # A server loads this module once per graph id it serves (ten times), each time as a new
@@ -379,6 +399,7 @@ _graphs = _compiled_once(
         "background_slow": background_slow_agent,
         "background_approval": background_approval_agent,
         "background_control": background_control_agent,
+        "compaction": compaction_agent,
     }
 )
 hooks = _graphs["hooks"]
@@ -393,3 +414,4 @@ slow = _graphs["slow"]
 background_slow = _graphs["background_slow"]
 background_approval = _graphs["background_approval"]
 background_control = _graphs["background_control"]
+compaction = _graphs["compaction"]

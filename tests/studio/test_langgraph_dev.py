@@ -215,6 +215,10 @@ async def test_a_budget_comes_from_the_runs_context(server: str) -> None:
     await parity.check_budget(get_client(url=server))
 
 
+async def test_a_long_conversation_compacts(server: str) -> None:
+    await parity.check_compaction(get_client(url=server))
+
+
 async def test_a_version_in_the_servers_store_is_selected_by_the_runs_context(server: str) -> None:
     client = get_client(url=server)
 

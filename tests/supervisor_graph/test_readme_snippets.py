@@ -46,6 +46,7 @@ EXPECT = {
     "memory-and-threads-1": "user-42",
     "observability-1": "['invoke_agent Editor', 'invoke_agent Researcher']",
     "budgets-1": "[Budget exceeded] tokens\nstop 90",
+    "compaction-1": "turn 10: 2095 -> 721 tokens\nturn 16: 2113 -> 721 tokens",
 }
 
 _MARKER = re.compile(r"<!--\s*(file|not run):\s*(.*?)\s*-->")
