@@ -45,6 +45,7 @@ EXPECT = {
     "embedding-in-your-app-1": "Published",
     "memory-and-threads-1": "user-42",
     "observability-1": "['invoke_agent Editor', 'invoke_agent Researcher']",
+    "what-a-subagent-sees-and-what-its-supervisor-sees-of-it-1": "True True True",
     "budgets-1": "[Budget exceeded] tokens\nstop 90",
     "compaction-1": "turn 10: 2095 -> 721 tokens\nturn 16: 2113 -> 721 tokens",
 }
