@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import statistics
 import tempfile
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from bench.contenders import Script, build
 from bench.savers import Storage
 from bench.scenarios import run_measured
 
-__all__ = ["main", "measure"]
+__all__ = ["ab_cli", "main", "measure"]
 
 
 def _patched_out() -> ExitStack:
@@ -61,17 +62,22 @@ async def measure(runs: int, workdir: Path) -> dict[tuple[str, str, int], dict[s
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.ab_parity")
+def ab_cli(prog: str, measure: Callable[[int, Path], Awaitable[Any]], a_label: str, argv: list[str] | None) -> int:
+    """Run an interleaved A/B's `measure(runs, workdir)` and print its table (B/A per cell)."""
+    parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--runs", type=int, default=100)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         result: Any = asyncio.run(measure(args.runs, Path(tmp)))
-    print("| contender | storage | N | A: checks patched out (ms) | B: as shipped (ms) | B/A |")
+    print(f"| contender | storage | N | A: {a_label} (ms) | B: as shipped (ms) | B/A |")
     print("|---|---|---|---|---|---|")
     for (name, kind, n), arms in result.items():
         print(f"| {name} | {kind} | {n} | {arms['A']:.2f} | {arms['B']:.2f} | {arms['B'] / arms['A']:.3f} |")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return ab_cli("python -m bench.ab_parity", measure, "checks patched out", argv)
 
 
 if __name__ == "__main__":

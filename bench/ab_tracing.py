@@ -13,15 +13,13 @@ A, ... so drift hits both alike; reported: median CPU ms per run.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import statistics
-import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from bench.ab_parity import ab_cli
 from bench.contenders import Script, build
 from bench.savers import Storage
 from bench.scenarios import run_measured
@@ -72,16 +70,7 @@ async def measure(runs: int, workdir: Path) -> dict[tuple[str, str, int], dict[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.ab_tracing")
-    parser.add_argument("--runs", type=int, default=100)
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        result: Any = asyncio.run(measure(args.runs, Path(tmp)))
-    print("| contender | storage | N | A: without tracing (ms) | B: as shipped (ms) | B/A |")
-    print("|---|---|---|---|---|---|")
-    for (name, kind, n), arms in result.items():
-        print(f"| {name} | {kind} | {n} | {arms['A']:.2f} | {arms['B']:.2f} | {arms['B'] / arms['A']:.3f} |")
-    return 0
+    return ab_cli("python -m bench.ab_tracing", measure, "without tracing", argv)
 
 
 if __name__ == "__main__":
