@@ -13,7 +13,7 @@ import pytest
 from ag_ui.core import BaseEvent, ResumeEntry, RunAgentInput, Tool, UserMessage
 from ag_ui.encoder import EventEncoder
 from ag_ui_validate.pytest_plugin import validate_agui
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 from pydantic import BaseModel
 
 from bench.aegra import free_port
@@ -263,3 +263,29 @@ def served_cli() -> Iterator[str]:
     url = f"http://127.0.0.1:{port}/agent"
     with running(command, f"{url}/health", env=dict(os.environ), log=RECORDINGS.parent / f"supervisor-graph-serve-{port}.log"):
         yield url
+
+
+def background_team(*, research_latency: float, boss_latency: float = 0.0, quote: bool = False) -> Agent:
+    """A boss whose research subagent runs as a background task: it answers the launch at
+    once and the outcome when it comes (quoting the outcome's last line with `quote`)."""
+
+    def boss(messages: list[Any]) -> Any:
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and str(last.content).startswith("[Background task"):
+            return "the research is in" + (": " + str(last.content).splitlines()[-1] if quote else "")
+        if isinstance(last, ToolMessage):
+            return "started, will report"
+        return delegate("research", str(last.content))
+
+    research = Agent(
+        id="research-agent",
+        description="Researches.",
+        model=ScriptedChatModel(policy=lambda m: "bees dance", latency=research_latency, record_calls=False),
+    )
+    return Agent(
+        id="boss",
+        model=ScriptedChatModel(policy=boss, latency=boss_latency, record_calls=False),
+        agents={"research": research},
+        memory=Memory(":memory:"),
+        background_tasks={"tools": {"research": {}}},
+    )

@@ -6,41 +6,17 @@ both in the thread's history. Same browser set-up as test_playground.py."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage, ToolMessage
 
-from supervisor_graph import Agent, Memory
 from supervisor_graph.agui import create_app
-from supervisor_graph.testing import ScriptedChatModel, delegate
 from tests.agui.browser import ARTIFACTS, offline_page
-from tests.agui.conftest import ThreadServer
-
-
-def _boss(messages: list[Any]) -> Any:
-    last = messages[-1]
-    if isinstance(last, HumanMessage) and str(last.content).startswith("[Background task"):
-        return "the research is in: " + str(last.content).splitlines()[-1]
-    if isinstance(last, ToolMessage):
-        return "started, will report"
-    return delegate("research", str(last.content))
+from tests.agui.conftest import ThreadServer, background_team
 
 
 @pytest.fixture(scope="module")
 def served_background() -> Iterator[str]:
-    research = Agent(
-        id="research-agent",
-        description="Researches.",
-        model=ScriptedChatModel(policy=lambda m: "bees dance", latency=1.5, record_calls=False),
-    )
-    boss = Agent(
-        id="boss",
-        model=ScriptedChatModel(policy=_boss, record_calls=False),
-        agents={"research": research},
-        memory=Memory(":memory:"),
-        background_tasks={"tools": {"research": {}}},
-    )
+    boss = background_team(research_latency=1.5, quote=True)
     with ThreadServer(create_app(boss, resource_id="web-user")) as running:
         yield running.url
 

@@ -20,7 +20,7 @@ from supervisor_graph import Agent, Memory, create_tool
 from supervisor_graph.agui import create_app
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 from tests.agui.browser import ARTIFACTS, offline_page
-from tests.agui.conftest import ThreadServer
+from tests.agui.conftest import ThreadServer, background_team
 
 
 class Topic(BaseModel):
@@ -219,29 +219,9 @@ async def test_a_paused_run_waits_and_its_resume_continues_without_a_new_model_c
         ]
 
 
-def _boss_in_background(messages: list[Any]) -> Any:
-    last = messages[-1]
-    if isinstance(last, HumanMessage) and str(last.content).startswith("[Background task"):
-        return "the research is in"
-    if isinstance(last, ToolMessage):
-        return "started, will report"
-    return delegate("research", str(last.content))
-
-
 @pytest.fixture(scope="module")
 def served_background() -> Iterator[str]:
-    research = Agent(
-        id="research-agent",
-        description="Researches.",
-        model=ScriptedChatModel(policy=lambda m: "bees dance", latency=0.8, record_calls=False),
-    )
-    boss = Agent(
-        id="boss",
-        model=ScriptedChatModel(policy=_boss_in_background, latency=0.2, record_calls=False),
-        agents={"research": research},
-        memory=Memory(":memory:"),
-        background_tasks={"tools": {"research": {}}},
-    )
+    boss = background_team(research_latency=0.8, boss_latency=0.2)
     with ThreadServer(create_app(boss, resource_id="web-user")) as running:
         yield running.url
 
