@@ -1,5 +1,5 @@
 """`supervisor-graph serve --workers 2` under many concurrent AG-UI clients, with a
-worker SIGKILLed mid-load (SPEC §19, the figures of README "Guarantees").
+worker SIGKILLed mid-load (SPEC §19, the figures of docs/guarantees.md).
 
     python -m bench.serve_load [--storage sqlite|postgres] [--clients 100] [--seconds 60] [--no-kill]
 

@@ -25,10 +25,14 @@ __all__ = [
 
 # The request-context key of the run's list of delegation hook failures (SPEC §6.4).
 DELEGATION_HOOK_ERRORS = "__supervisor_graph_delegation_hook_errors"
+"""The request-context key of the run's list of delegation hook failures, either strategy (`[]` if none)."""
 # Run-level identity keys in a request context; never copied to a delegation's context.
 RUN_ID_KEY = "__supervisor_graph_run_id"
+"""The request-context key of the run's id (run-level: never copied to a delegation's context)."""
 THREAD_ID_KEY = "__supervisor_graph_thread_id"
+"""The request-context key of the run's thread id (run-level: never copied to a delegation's context)."""
 RESOURCE_ID_KEY = "__supervisor_graph_resource_id"
+"""The request-context key of the run's resource id (run-level: never copied to a delegation's context)."""
 RUN_IDENTITY_KEYS = frozenset({RUN_ID_KEY, THREAD_ID_KEY, RESOURCE_ID_KEY, DELEGATION_HOOK_ERRORS})
 
 

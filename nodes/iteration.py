@@ -41,6 +41,8 @@ log = logging.getLogger("supervisor_graph")
 
 
 class IterationContext(BaseModel):
+    """What `on_iteration_complete` receives after each supervisor turn."""
+
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     iteration: int
@@ -52,6 +54,9 @@ class IterationContext(BaseModel):
 
 
 class IterationResult(BaseModel):
+    """What `on_iteration_complete` may return: `{"continue": False, "feedback": "..."}` ends the loop
+    after one more turn that answers with the feedback (a dict with these keys works too)."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     continue_: bool = Field(default=True, alias="continue")

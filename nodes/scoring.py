@@ -36,6 +36,8 @@ class RunView(BaseModel):
 
 
 class ScoringContext(BaseModel):
+    """What a scorer's function receives: the run so far (`run.output`, ...), the iteration and the request context."""
+
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     run: RunView

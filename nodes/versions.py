@@ -18,6 +18,7 @@ __all__ = ["VERSIONS_KEY", "AgentOverride", "VersionResolver", "VersionSelection
 
 # Where a call's selection travels in the request context (copied at each delegation).
 VERSIONS_KEY = "supervisor_graph.versions"
+"""The request-context key of a call's `versions=` selection (copied at each delegation)."""
 
 Status = Literal["draft", "published", "archived"]
 

@@ -56,6 +56,8 @@ class StreamChunk(BaseModel):
 
 
 class FinishChunk(StreamChunk):
+    """The last chunk of a run: its `finish_reason` and `usage` (`payload["usage_by_agent"]` splits it by agent)."""
+
     type: Literal["finish"] = "finish"
     finish_reason: str
     usage: Usage

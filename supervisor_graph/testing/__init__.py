@@ -52,6 +52,7 @@ __all__ = [
 # One scripted answer: text, a finished AIMessage, one tool call, several tool calls, or
 # an exception to raise (to test failure handling).
 Reply = str | AIMessage | dict[str, Any] | list[dict[str, Any]] | BaseException
+"""One scripted answer: text, a finished AIMessage, one tool call, several tool calls, or an exception to raise."""
 
 _WORDS = re.compile(r"\S+\s*|\s+")
 

@@ -1,8 +1,12 @@
-"""Every python block of README.md runs as written, and so do the command lines that use
-`my_agents.py` (issue 26 item 6).
+"""Every python block of README.md and of the documentation site's pages (`docs/*.md`)
+runs as written, and so do the command lines that use `my_agents.py` (issue 26 item 6,
+issue 30 item 2).
 
-Each block is pasted into `snippet.py` in a fresh folder beside the files the README
-shows in full (`<!-- file: my_agents.py -->` above a block), and run there as a script.
+Blocks are named after their section (`quick-start-1`), whatever page holds them; a block
+found twice (the quick start, in the README and on its page) must read the same in both
+places and runs once. Each block is pasted into `snippet.py` in a fresh folder beside the
+files the pages show in full (`<!-- file: my_agents.py -->` above a block), and run there
+as a script.
 Blocks that use model strings (or `my_agents.py`) talk to the fake OpenAI server; the
 others run with no OpenAI variables at all. `<!-- not run: reason -->` marks a block that
 cannot run offline: it is only compiled, and reported as a skip and a warning, and
@@ -32,9 +36,11 @@ from supervisor_graph.testing.openai_server import FakeOpenAI, default_reply
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+# The README first, then the site's pages (the API pages hold no code; notebooks run in tests/notebooks).
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 CLI = str(Path(sys.executable).with_name("supervisor-graph"))
 
-# The blocks that cannot run offline, by id, and why (the README's marker says it too).
+# The blocks that cannot run offline, by id, and why (the page's marker says it too).
 NOT_RUN = {"scale-out-1": "needs two Aegra servers, PostgreSQL and Redis"}
 
 # What some blocks must print, beyond exiting with 0.
@@ -52,11 +58,12 @@ EXPECT = {
 
 _MARKER = re.compile(r"<!--\s*(file|not run):\s*(.*?)\s*-->")
 _FENCE = re.compile(r"( *)```(\w*)\s*")
-_HEADING = re.compile(r"#{2,3} (.+)")
+_HEADING = re.compile(r"#{1,3} (.+)")
 
 
 @dataclass(frozen=True)
 class Block:
+    page: str  # where it is, relative to the repository
     id: str
     lang: str
     source: str
@@ -67,13 +74,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def readme_blocks() -> list[Block]:
-    """Every fenced block, named after its section and its place among the section's
-    blocks of the same language (`quick-start-1`)."""
+def page_blocks(page: Path) -> list[Block]:
+    """Every fenced block of `page`, named after its section and its place among the
+    section's blocks of the same language (`quick-start-1`)."""
     blocks: list[Block] = []
     counts: Counter[tuple[str, str]] = Counter()
     section, previous = "top", ""
-    lines = iter(README.read_text().splitlines())
+    lines = iter(page.read_text().splitlines())
     for line in lines:
         fence = _FENCE.fullmatch(line)
         if fence is None:
@@ -92,10 +99,23 @@ def readme_blocks() -> list[Block]:
         counts[(section, lang)] += 1
         marker = _MARKER.fullmatch(previous)
         blocks.append(
-            Block(f"{section}-{counts[(section, lang)]}", lang, "\n".join(body) + "\n", (marker.group(1), marker.group(2)) if marker else None)
+            Block(str(page.relative_to(REPO)), f"{section}-{counts[(section, lang)]}", lang, "\n".join(body) + "\n", (marker.group(1), marker.group(2)) if marker else None)
         )
         previous = ""
     return blocks
+
+
+def readme_blocks() -> list[Block]:
+    """The blocks of the README and the site's pages, each once: a block met again under
+    the same id on a later page is left out (`test_a_block_found_twice_reads_the_same`)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for page in PAGES:
+        for block in page_blocks(page):
+            if (block.lang, block.id) not in seen:
+                seen.add((block.lang, block.id))
+                out.append(block)
+    return out
 
 
 BLOCKS = [b for b in readme_blocks() if b.lang == "python"]
@@ -105,8 +125,8 @@ NOT_RUN_BLOCKS = [b for b in BLOCKS if b.marker and b.marker[0] == "not run"]
 
 
 def cli_lines() -> list[str]:
-    """The README's command lines on `my_agents.py`, optional parts (`[...]`) left out and
-    the first of alternatives (`list|show|publish`) taken."""
+    """The command lines on `my_agents.py` of the README and the site's pages, optional
+    parts (`[...]`) left out and the first of alternatives (`list|show|publish`) taken."""
     out = []
     for block in readme_blocks():
         for line in block.source.splitlines() if block.lang == "bash" else ():
@@ -190,7 +210,7 @@ class Runs:
         return proc, sorted(p.name for p in folder.iterdir() if p.name != "__pycache__")
 
     def _cli(self, root: Path, base_url: str) -> dict[str, subprocess.CompletedProcess[str]]:
-        folder = _folder(root, "cli")  # in README order, in one folder, as a user would
+        folder = _folder(root, "cli")  # in page order, in one folder, as a user would
         return {_cli_id(line): _run([CLI, *shlex.split(line)[1:]], folder, _env(base_url)) for line in CLI_RUNS}
 
     def result(self, key: str) -> Any:
@@ -221,14 +241,27 @@ def _check(proc: subprocess.CompletedProcess[str], what: str) -> None:
 
 def test_the_readme_has_blocks_and_every_marker_is_known() -> None:
     assert len(BLOCKS) >= 15 and "my_agents.py" in FILES and CLI_LINES
+    assert any(b.page == "README.md" for b in BLOCKS) and any(b.page.startswith("docs/") for b in BLOCKS)
     for block in BLOCKS:
         assert block.marker is None or block.marker[0] in ("file", "not run"), block
     assert len({b.id for b in BLOCKS}) == len(BLOCKS)
 
 
+def test_a_block_found_twice_reads_the_same() -> None:
+    """A block under the same id on two pages (the quick start, in the README and on its
+    page) is one example shown twice: it runs once, so both copies must be that one."""
+    first: dict[tuple[str, str], Block] = {}
+    for page in PAGES:
+        for block in page_blocks(page):
+            earlier = first.setdefault((block.lang, block.id), block)
+            assert block.source == earlier.source and block.marker == earlier.marker, (
+                f"{block.id} differs between {earlier.page} and {block.page}: make them the same or rename a section"
+            )
+
+
 def test_the_blocks_not_run_are_few_and_listed() -> None:
     found = {b.id: b.marker[1] for b in NOT_RUN_BLOCKS if b.marker}
-    print("\nREADME python blocks NOT RUN (only compiled):", *(f"  {k}: {v}" for k, v in found.items()), sep="\n")
+    print("\nREADME and docs python blocks NOT RUN (only compiled):", *(f"  {k}: {v}" for k, v in found.items()), sep="\n")
     assert set(found) == set(NOT_RUN), f"update NOT_RUN in this file (and keep it short): {found}"
     assert len(found) <= 2
 
@@ -236,7 +269,7 @@ def test_the_blocks_not_run_are_few_and_listed() -> None:
 @pytest.mark.parametrize("block_id", [b.id for b in SCRIPTS])
 def test_a_python_block_runs_as_written(runs: Runs, block_id: str) -> None:
     proc = runs.result(block_id)
-    _check(proc, f"README block {block_id}")
+    _check(proc, f"{next(b.page for b in SCRIPTS if b.id == block_id)} block {block_id}")
     if block_id in EXPECT:
         assert EXPECT[block_id] in proc.stdout, proc.stdout[-3000:]
 
@@ -261,7 +294,7 @@ def test_a_command_line_on_my_agents_runs(runs: Runs, cli_id: str) -> None:
 @pytest.mark.parametrize("block_id", [b.id for b in NOT_RUN_BLOCKS])
 def test_a_block_not_run_still_compiles(block_id: str) -> None:
     block = next(b for b in NOT_RUN_BLOCKS if b.id == block_id)
-    compile(block.source, f"README:{block_id}", "exec")
+    compile(block.source, f"{block.page}:{block_id}", "exec")
     reason = block.marker[1] if block.marker else ""
-    warnings.warn(f"README block {block_id} is NOT RUN: {reason}", stacklevel=1)
-    pytest.skip(f"README block {block_id} NOT RUN (compiled only): {reason}")
+    warnings.warn(f"{block.page} block {block_id} is NOT RUN: {reason}", stacklevel=1)
+    pytest.skip(f"{block.page} block {block_id} NOT RUN (compiled only): {reason}")
