@@ -26,10 +26,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         try:
             parse_model_string(args.model)
             check_credentials(args.model)
-        except MissingAPIKeyError:
-            raise CLIError(
-                f"--model {args.model} needs OPENAI_API_KEY (or OPENAI_BASE_URL); run without --model for the offline demo"
-            ) from None
+        except MissingAPIKeyError as exc:
+            needs = str(exc).split("; set it", 1)[0].removeprefix(f"model {args.model!r} ")
+            raise CLIError(f"--model {args.model} {needs}; run without --model for the offline demo") from None
         except ValueError as exc:
             raise CLIError(str(exc)) from None
     agent = build_agents(args.model, latency=0.0 if args.model else 0.25)

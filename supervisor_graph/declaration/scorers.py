@@ -94,14 +94,14 @@ class RubricScorer:
         self.id, self.name = id, name
         self.criteria = [str(c["description"]) for c in criteria]
         if isinstance(model, str):
-            parse_model_string(model)  # a bad string is an error here; the key is needed at first use
+            parse_model_string(model)  # a bad string or a missing package is an error here; the key is needed at first use
             self.model_string: str | None = model
             self._judge_model: BaseChatModel | None = None
         elif isinstance(model, BaseChatModel):
             self.model_string, self._judge_model = None, model
         else:
             raise TypeError(
-                f"create_rubric_scorer: model must be a model string ('openai/<model>') or a LangChain "
+                f"create_rubric_scorer: model must be a model string ('provider/model', e.g. 'openai/gpt-5-mini') or a LangChain "
                 f"BaseChatModel, not {type(model).__name__}"
             )
         self._judge: Any = None

@@ -75,8 +75,8 @@ def test_tool_name_clash_with_delegation_tool() -> None:
 
 
 def test_unknown_model_provider() -> None:
-    with pytest.raises(ValidationError, match="unknown provider 'anthropic'"):
-        Agent(id="p", model="anthropic/claude")
+    with pytest.raises(ValidationError, match="unknown provider 'acme'"):
+        Agent(id="p", model="acme/claude")  # anthropic is known (SPEC §26)
 
 
 def test_model_string_without_provider() -> None:

@@ -1,0 +1,199 @@
+"""A fake Anthropic Messages API server on loopback, for running agents offline.
+
+    python -m supervisor_graph.testing.anthropic_server --port 8200
+
+then, in another shell:
+
+    ANTHROPIC_BASE_URL=http://127.0.0.1:8200 ANTHROPIC_API_KEY=offline \\
+        supervisor-graph demo --model anthropic/claude-sonnet-4-5
+
+It speaks `POST /v1/messages` where it matters: a non-streamed request gets one
+`message` JSON; a streamed one (`"stream": true`) gets the server-sent events
+`message_start` (input tokens), `content_block_start`, `content_block_delta`
+(`text_delta`, or `input_json_delta` pieces of a `tool_use` block's input),
+`content_block_stop`, `message_delta` (stop reason and the message's usage) and
+`message_stop`. `POST /v1/messages/count_tokens` answers an estimate (4 characters a
+token). Replies come from `reply(body) -> str | {"tool": name, "args": {...}}`; the
+default (`default_reply`) makes any supervisor delegate once and sum up, like the fake
+OpenAI server's. In tests, `with FakeAnthropic(reply) as server:` serves on a free
+port from a thread (`server.base_url`, `server.requests`). Needs the `agui` extra
+(FastAPI and uvicorn).
+"""
+
+import argparse
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from supervisor_graph.testing.openai_server import _free_port
+
+__all__ = ["USAGE", "FakeAnthropic", "app", "default_reply", "is_tool_result", "main", "text_of"]
+
+USAGE = {"input_tokens": 11, "output_tokens": 7}
+
+Reply = Callable[[dict[str, Any]], Any]
+
+
+def text_of(message: dict[str, Any]) -> str:
+    """The text of a Messages API message: its string content, or its text and
+    tool_result blocks joined."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return str(content or "")
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "tool_result":
+            inner = block.get("content")
+            parts.append(text_of({"content": inner}) if isinstance(inner, list) else str(inner or ""))
+        elif "text" in block:
+            parts.append(str(block["text"]))
+    return " ".join(parts)
+
+
+def is_tool_result(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
+def default_reply(body: dict[str, Any]) -> Any:
+    """Delegate once, then report: enough for any supervisor to run end to end."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    asked = text_of(last)
+    if is_tool_result(last) or asked.startswith("[Background task "):  # a result, or a background outcome
+        return f"Done: {asked}"
+    tools = [str(t.get("name", "")) for t in body.get("tools") or []]
+    delegation = next((name for name in tools if name.startswith("agent-")), None)
+    if delegation is not None:
+        return {"tool": delegation, "args": {"prompt": asked}}
+    return f"Answer to: {asked}"
+
+
+def app(reply: Reply = default_reply, requests: list[dict[str, Any]] | None = None) -> Any:
+    """The FastAPI app; every request body is appended to `requests` when given."""
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse, StreamingResponse
+
+    api = FastAPI()
+    # (no `from __future__ import annotations` here: FastAPI reads `Request` from the
+    # annotation object itself, which a local import leaves out of the module globals)
+
+    @api.post("/v1/messages")
+    async def messages(request: Request) -> Any:
+        body = await request.json()
+        if requests is not None:
+            requests.append(body)
+        answer = reply(body)
+        if isinstance(answer, dict):
+            block: dict[str, Any] = {
+                "type": "tool_use",
+                "id": f"toolu_{uuid.uuid4().hex[:16]}",
+                "name": answer["tool"],
+                "input": answer.get("args", {}),
+            }
+            stop = "tool_use"
+        else:
+            block, stop = {"type": "text", "text": str(answer)}, "end_turn"
+        message = {
+            "id": f"msg_{uuid.uuid4().hex[:16]}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [block],
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": USAGE,
+        }
+        if not body.get("stream"):
+            return JSONResponse(message)
+        return StreamingResponse(_sse(message), media_type="text/event-stream")
+
+    @api.post("/v1/messages/count_tokens")
+    async def count_tokens(request: Request) -> Any:
+        body = await request.json()
+        return JSONResponse({"input_tokens": max(1, len(json.dumps(body)) // 4)})
+
+    return api
+
+
+def _event(kind: str, data: dict[str, Any]) -> str:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+
+def _sse(message: dict[str, Any]) -> Iterator[str]:
+    # as the real API: message_start carries the input tokens (and one output token),
+    # message_delta the cumulative usage of the whole message (input tokens included,
+    # which is what langchain-anthropic counts)
+    start = {**message, "content": [], "stop_reason": None, "usage": {"input_tokens": USAGE["input_tokens"], "output_tokens": 1}}
+    yield _event("message_start", {"message": start})
+    block = message["content"][0]
+    if block["type"] == "tool_use":
+        yield _event("content_block_start", {"index": 0, "content_block": {**block, "input": {}}})
+        arguments = json.dumps(block["input"])
+        middle = len(arguments) // 2
+        for piece in (arguments[:middle], arguments[middle:]):
+            yield _event("content_block_delta", {"index": 0, "delta": {"type": "input_json_delta", "partial_json": piece}})
+    else:
+        yield _event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
+        yield _event("ping", {})
+        words = block["text"].split(" ")
+        for i, word in enumerate(words):
+            text = word if i == len(words) - 1 else word + " "
+            yield _event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}})
+    yield _event("content_block_stop", {"index": 0})
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    yield _event("message_delta", {"delta": delta, "usage": USAGE})
+    yield _event("message_stop", {})
+
+
+class FakeAnthropic:
+    """The server on a free loopback port, from a background thread, for tests."""
+
+    def __init__(self, reply: Reply = default_reply) -> None:
+        import uvicorn
+
+        self.requests: list[dict[str, Any]] = []
+        self.port = _free_port()
+        config = uvicorn.Config(app(reply, self.requests), host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """What `ANTHROPIC_BASE_URL` takes (the SDK adds `/v1/messages`)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> "FakeAnthropic":
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the fake Anthropic server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import uvicorn
+
+    parser = argparse.ArgumentParser(prog="python -m supervisor_graph.testing.anthropic_server", description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8200)
+    parser.add_argument("--host", default="127.0.0.1")
+    args = parser.parse_args(argv)
+    print(f"fake Anthropic Messages API server at http://{args.host}:{args.port} (Ctrl-C stops it)", flush=True)
+    uvicorn.run(app(), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
