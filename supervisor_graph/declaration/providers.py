@@ -155,7 +155,7 @@ def check_package(p: Provider, value: str) -> None:
 
 def check_provider_credentials(p: Provider, value: str) -> None:
     """`MissingAPIKeyError` naming `p`'s variable when no credentials are found."""
-    if not p.keys or any(os.environ.get(var) for var in (*p.keys, *p.alternatives)):
+    if not p.keys or any(_set(var) for var in (*p.keys, *p.alternatives)):
         return
     if p.chain is not None and p.name in _CHAINS_FOUND:
         return
@@ -173,6 +173,11 @@ def check_provider_credentials(p: Provider, value: str) -> None:
         f"model {value!r} needs {named}; set it in the environment, or pass a BaseChatModel such as "
         "supervisor_graph.testing.ScriptedChatModel"
     )
+
+
+def _set(var: str) -> bool:
+    """A variable with a value (`GOOGLE_GENAI_USE_VERTEXAI=false` is not one)."""
+    return os.environ.get(var, "").strip().lower() not in ("", "0", "false", "no")
 
 
 def chat_class(p: Provider) -> Any:

@@ -228,6 +228,9 @@ async def test_a_missing_key_names_the_providers_variable_before_anything_runs(m
     if importlib.util.find_spec("langchain_google_genai") is not None:
         with pytest.raises(MissingAPIKeyError, match="GOOGLE_API_KEY"):
             check_credentials("google_genai/gemini-2.5-flash")
+        monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "false")  # Vertex AI mode off: still the key
+        with pytest.raises(MissingAPIKeyError, match="GOOGLE_API_KEY"):
+            check_credentials("google_genai/gemini-2.5-flash")
         monkeypatch.setenv("GEMINI_API_KEY", "g")
         check_credentials("google_genai/gemini-2.5-flash")
     check_provider_credentials(provider("ollama"), "ollama/llama3.2")  # a local server needs no key
