@@ -42,6 +42,7 @@ class AgentSpanHandler(BaseCallbackHandler):
     """Maps LangChain runs to GenAI agent spans; one per process, shared by every graph."""
 
     run_inline = True  # in the event loop, in order: a span's parent is known when it starts
+    ignore_custom_event = True  # spans need no custom events: a run it traces dispatches none for it
 
     def __init__(self, tracer: Any) -> None:
         self._tracer = tracer

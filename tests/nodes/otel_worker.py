@@ -21,14 +21,20 @@ from pydantic import BaseModel
 
 exporter = InMemorySpanExporter()
 provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(exporter))
-if len(sys.argv) > 2:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=sys.argv[2])))
-trace.set_tracer_provider(provider)
 
-from supervisor_graph import Agent, Memory, RemoteAgent, create_tool  # noqa: E402  (after the provider)
+def install(endpoint: str | None) -> None:
+    """The process's tracer provider: set when run as a script only (pytest's doctest
+    collection imports this module, and a provider is set once per process)."""
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if endpoint:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    trace.set_tracer_provider(provider)
+
+
+from supervisor_graph import Agent, Memory, RemoteAgent, create_tool  # noqa: E402
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call  # noqa: E402
 
 
@@ -128,4 +134,5 @@ async def main(mode: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    install(sys.argv[2] if len(sys.argv) > 2 else None)
     print(json.dumps(asyncio.run(main(sys.argv[1]))))
