@@ -41,9 +41,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "max_body_bytes": args.max_body_bytes,
         "max_thread_id_length": args.max_thread_id_length,
     }
+    if args.a2a:
+        try:
+            import a2a  # noqa: F401
+        except ImportError:
+            raise CLIError("--a2a needs the a2a extra: pip install 'supervisor-graph[a2a]'") from None
+        if args.workers > 1:
+            raise CLIError("--a2a serves from one process (its tasks live in that process's memory): drop --workers")
+        settings["a2a"] = True
     agent = load_agent(args.target)
     where = f"http://{args.host}:{args.port}"
     shown = f"serving {agent.id} over AG-UI at {where}{args.path}"
+    if args.a2a:
+        shown += f" and over A2A at {where}/a2a (card: {where}/.well-known/agent-card.json)"
     if token:
         shown += f" (token required; the page at {where}/ asks for it once, or open it with ?token=...)"
     if args.workers > 1:
@@ -64,6 +74,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 0
     from supervisor_graph.agui.endpoint import serve
 
+    if args.a2a:
+        import uvicorn
+
+        from supervisor_graph.cli.workers import build_app
+
+        print(shown, flush=True)
+        uvicorn.run(build_app(agent, settings), host=args.host, port=args.port, log_level="info")
+        return 0
     print(shown, flush=True)
     serve(agent, host=args.host, port=args.port, **settings)
     return 0

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from fastapi import FastAPI
 
+from supervisor_graph.agent import Agent
 from supervisor_graph.agui.endpoint import create_app
 from supervisor_graph.cli.target import load_agent
 
-__all__ = ["SERVE_ENV", "app"]
+__all__ = ["SERVE_ENV", "app", "build_app"]
 
 SERVE_ENV = "SUPERVISOR_GRAPH_SERVE"
 
@@ -26,4 +28,23 @@ def app() -> FastAPI:
     """uvicorn's app factory in each worker process."""
     settings = json.loads(os.environ[SERVE_ENV])
     target = settings.pop("target")
-    return create_app(load_agent(target), **settings)
+    return build_app(load_agent(target), settings)
+
+
+def build_app(agent: Agent, settings: dict[str, Any]) -> FastAPI:
+    """`create_app` with `serve`'s settings; `"a2a": True` adds the A2A card and endpoint
+    (`supervisor_graph.a2a`), run through the same AG-UI bridge."""
+    settings = dict(settings)
+    if not settings.pop("a2a", False):
+        return create_app(agent, **settings)
+    from supervisor_graph.agui.agent import AGUIAgent
+
+    bridge = AGUIAgent(
+        agent, resource_id=settings.pop("resource_id"), subagent_visibility=settings.pop("subagent_visibility")
+    )
+    path = settings.pop("path")
+    app = create_app(bridge, path, **settings)
+    from supervisor_graph.a2a import add_a2a_routes
+
+    add_a2a_routes(app, bridge)
+    return app

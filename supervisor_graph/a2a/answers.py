@@ -1,0 +1,105 @@
+"""What waits on an `input-required` task, and the follow-up message that answers it.
+
+The convention (docs/mcp-and-a2a.md, "A2A"): send a message on the same task (its
+`task_id` and `context_id`) holding either
+
+- a data part `{"approved": true}` or `{"approved": false}` (with `"interrupt_id"` to
+  answer one approval of several; without it the answer goes to every waiting one), or
+- the text `approve` (also `approved`, `yes`, `y`, `ok`) or `decline` (also `declined`,
+  `deny`, `reject`, `no`, `n`), case and surrounding punctuation ignored.
+
+A tool waiting in `suspend()` takes a data part `{"resume": {...}}` (the payload its
+resume schema describes); `decline` cancels it. Anything else leaves the task
+`input-required` and says again what it waits for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ag_ui.core import Interrupt, ResumeEntry
+
+__all__ = ["APPROVE_WORDS", "DECLINE_WORDS", "describe", "plan_answers", "waiting_data"]
+
+APPROVE_WORDS = frozenset({"approve", "approved", "yes", "y", "ok"})
+DECLINE_WORDS = frozenset({"decline", "declined", "deny", "reject", "no", "n"})
+HOW = 'Answer on this task with the text "approve" or "decline", or a data part {"approved": true|false}.'
+
+
+def _meta(interrupt: Interrupt) -> Mapping[str, Any]:
+    meta = interrupt.metadata if isinstance(interrupt.metadata, Mapping) else {}
+    inner = meta.get("supervisor_graph") or meta.get("mastra") or {}
+    return inner if isinstance(inner, Mapping) else {}
+
+
+def _is_approval(interrupt: Interrupt) -> bool:
+    return interrupt.reason.endswith("tool_approval")
+
+
+def describe(interrupts: Sequence[Interrupt]) -> str:
+    """A sentence per waiting item, then how to answer."""
+    lines = []
+    for item in interrupts:
+        meta = _meta(item)
+        name = meta.get("tool_name") or "a tool"
+        if _is_approval(item):
+            lines.append(f"Waiting for approval: {name} with {meta.get('args') or {}}.")
+        else:
+            lines.append(f"Waiting for input to {name}: {item.message or 'see the data part'}.")
+    lines.append(
+        HOW if any(_is_approval(i) for i in interrupts) else 'Answer with a data part {"resume": {...}} or "decline".'
+    )
+    return " ".join(lines)
+
+
+def waiting_data(interrupts: Sequence[Interrupt]) -> dict[str, Any]:
+    """The data part of an `input-required` status: each waiting item and its id."""
+    return {
+        "interrupts": [
+            {
+                "interrupt_id": item.id,
+                "kind": "approval" if _is_approval(item) else "suspend",
+                "tool_name": _meta(item).get("tool_name"),
+                "args": _meta(item).get("args") or {},
+                "message": item.message,
+                "response_schema": item.response_schema,
+            }
+            for item in interrupts
+        ]
+    }
+
+
+def _word(texts: Sequence[str]) -> bool | None:
+    said = " ".join(texts).strip().strip(".!").strip().lower()
+    if said in APPROVE_WORDS:
+        return True
+    if said in DECLINE_WORDS:
+        return False
+    return None
+
+
+def plan_answers(
+    interrupts: Sequence[Interrupt], texts: Sequence[str], data: Sequence[Any]
+) -> list[ResumeEntry] | None:
+    """The resume entries a follow-up message means (None: it answers nothing)."""
+    entries: list[ResumeEntry] = []
+    word = _word(texts)
+    for item in interrupts:
+        chosen = [d for d in data if isinstance(d, Mapping) and d.get("interrupt_id") in (None, item.id)]
+        answer = chosen[-1] if chosen else None
+        if _is_approval(item):
+            approved = answer.get("approved") if answer is not None else word
+            if isinstance(approved, bool):
+                entries.append(
+                    ResumeEntry(
+                        interrupt_id=item.id,
+                        status="resolved" if approved else "cancelled",
+                        payload={"approved": approved},
+                    )
+                )
+        elif answer is not None and "resume" in answer:
+            entries.append(ResumeEntry(interrupt_id=item.id, status="resolved", payload=answer["resume"]))
+        elif word is False or (answer is not None and answer.get("approved") is False):
+            entries.append(ResumeEntry(interrupt_id=item.id, status="cancelled"))
+    return entries or None
