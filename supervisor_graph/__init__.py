@@ -17,6 +17,7 @@ Example:
 
 from supervisor_graph.agent import Agent
 from supervisor_graph.compiler.build import compile_agent
+from supervisor_graph.declaration.a2a import A2AAgent
 from supervisor_graph.declaration.errors import (
     MissingAPIKeyError,
     ModelCallError,
@@ -64,6 +65,7 @@ from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage
 from supervisor_graph.run.facade import AgentStream, GenerateResult, PendingItem
 
 __all__ = [
+    "A2AAgent",
     "DELEGATION_HOOK_ERRORS",
     "RESOURCE_ID_KEY",
     "RUN_ID_KEY",

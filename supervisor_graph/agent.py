@@ -17,6 +17,7 @@ from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from supervisor_graph.compiler.build import compile_agent
+from supervisor_graph.declaration.a2a import A2AAgent
 from supervisor_graph.declaration.agent_rules import (
     agents_from,
     background_settings_of,
@@ -24,7 +25,7 @@ from supervisor_graph.declaration.agent_rules import (
     model_retry_policy,
 )
 from supervisor_graph.declaration.models import parse_model_string
-from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.declaration.remote import RemoteAgent, RemoteSubagent
 from supervisor_graph.declaration.tools import tool_from_callable
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.background import BackgroundSettings, BackgroundTaskConfig
@@ -72,7 +73,7 @@ class Agent(BaseModel):
     instructions: str | Callable[..., Any] | None = None
     model: str | BaseChatModel | Callable[..., Any]
     tools: dict[str, BaseTool] = Field(default_factory=dict)
-    agents: dict[str, Agent | RemoteAgent] = Field(
+    agents: dict[str, Agent | RemoteAgent | A2AAgent] = Field(
         default_factory=dict,
         description="Subagents by key, or callable(request_context) -> that dict, chosen per call (SPEC §21).",
     )
@@ -158,7 +159,7 @@ class Agent(BaseModel):
     def _agents_callable(cls, data: Any) -> Any:
         if isinstance(data, dict) and callable(data.get("agents")) and not isinstance(data["agents"], dict):
             factory = data["agents"]
-            data = {**data, "agents_factory": factory, "agents": agents_from(factory, RequestContext(), data.get("id"), (cls, RemoteAgent))}
+            data = {**data, "agents_factory": factory, "agents": agents_from(factory, RequestContext(), data.get("id"), (cls, RemoteSubagent))}
         return data
 
     @field_validator("agents")
@@ -218,7 +219,7 @@ class Agent(BaseModel):
         if unknown:
             raise ValueError(
                 f"background_tasks: {', '.join(map(repr, unknown))} is not a local subagent key of {self.id!r} "
-                f"(its local subagents: {', '.join(sorted(local)) or 'none'}; a RemoteAgent runs on its server)"
+                f"(its local subagents: {', '.join(sorted(local)) or 'none'}; a RemoteAgent or A2AAgent runs on its server)"
             )
         check_cycles(self)
         if self.memory is not None:
@@ -236,7 +237,7 @@ class Agent(BaseModel):
         if factory is None:
             return self
         chosen = agents_from(
-            factory, request_context if request_context is not None else RequestContext(), self.id, (Agent, RemoteAgent)
+            factory, request_context if request_context is not None else RequestContext(), self.id, (Agent, RemoteSubagent)
         )
         key = tuple(sorted((k, v.id) for k, v in chosen.items()))
         if self._variants is None:
@@ -267,7 +268,7 @@ class Agent(BaseModel):
     def agents_along(self, agent_path: Sequence[str]) -> list[Any]:
         """This agent and the subagents along `agent_path` (ids from this agent down, as a
         chunk or a pause reports them), as far as they are known (`Agent`s, and a
-        `RemoteAgent` at the end)."""
+        `RemoteAgent` or `A2AAgent` at the end)."""
         agents: list[Any] = [self]
         for agent_id in agent_path[1:]:
             found = next((sub for sub in agents[-1].agents.values() if sub.id == agent_id), None)

@@ -27,7 +27,7 @@ from langgraph.types import Command
 from supervisor_graph.background.runner import runner
 from supervisor_graph.checkpointers.urls import Storage
 from supervisor_graph.declaration.errors import ThreadBusyError
-from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.declaration.remote import RemoteSubagent
 from supervisor_graph.memory.background_records import BACKGROUND_NAMESPACE
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.nodes.background import (
@@ -318,7 +318,7 @@ class RunBackground:
     def relaunch(self, record: dict[str, Any], context_messages: Sequence[BaseMessage] = ()) -> BackgroundLaunch:
         """A launch rebuilt from a task's record (a resume, or a re-run after a crash)."""
         sub = self.agent.agents[record["agent_key"]]
-        assert not isinstance(sub, RemoteAgent), "background tasks run local subagents only"
+        assert not isinstance(sub, RemoteSubagent), "background tasks run local subagents only"
         settings = self.agent.background_setting_for(record["agent_key"])
         parent_options = RunOptions.model_validate(self.agent.default_options)
         parent_handle = RunHandle(

@@ -27,9 +27,10 @@ from supervisor_graph.compiler.dynamic import SLOT, DynamicNodes
 from supervisor_graph.compiler.sync_nodes import with_sync_twin
 from supervisor_graph.declaration.agent_rules import check_cycles
 from supervisor_graph.declaration.models import check_credentials, model_strings, resolve_model_string
-from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.declaration.remote import RemoteAgent, RemoteSubagent
 from supervisor_graph.declaration.tools import is_client_tool
 from supervisor_graph.memory.versions import resolver_for
+from supervisor_graph.nodes.a2a import make_a2a_node
 from supervisor_graph.nodes.background import input_schema, state_schema
 from supervisor_graph.nodes.compaction import Compactor, with_compaction
 from supervisor_graph.nodes.delegation import make_complete_node, make_start_node
@@ -128,7 +129,7 @@ def build_spec(agent: Agent) -> AgentSpec:
         preview_tokens={
             key: sub.result_preview_tokens
             for key, sub in agent.agents.items()
-            if not isinstance(sub, RemoteAgent) and sub.result_preview_tokens is not None
+            if not isinstance(sub, RemoteSubagent) and sub.result_preview_tokens is not None
         },
         tracing=agent.tracing,
         compaction=_compactor(agent),
@@ -155,6 +156,8 @@ def node_table(agent: Agent, spec: AgentSpec) -> dict[str, Any]:
         table[start_node(key)] = make_start_node(spec, key, sub.id)
         if isinstance(sub, RemoteAgent):
             table[key] = make_remote_node(spec, key, sub.spec())
+        elif isinstance(sub, RemoteSubagent):  # an A2AAgent
+            table[key] = make_a2a_node(spec, key, sub.spec())
         else:
             sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None)
             table[key] = make_subagent_node(spec, key, sub_spec, sub_graph, per_parent_thread=per_parent)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.types import RetryPolicy
 
 from supervisor_graph.declaration.errors import SupervisorGraphError
-from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.declaration.remote import RemoteSubagent
 from supervisor_graph.nodes.background import BackgroundSettings, background_setting
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def check_cycles(agent: Agent) -> None:
         for key, sub in node.agents.items():
             if id(sub) in ids or sub.id in path:
                 raise ValueError(f"agents: cycle {' -> '.join((*path, sub.id))} (via key {key!r})")
-            if not isinstance(sub, RemoteAgent):  # a remote agent's team is its server's business
+            if not isinstance(sub, RemoteSubagent):  # a remote agent's team is its server's business
                 walk(sub, (*path, sub.id), (*ids, id(sub)))
 
     walk(agent, (agent.id,), (id(agent),))
@@ -66,7 +66,7 @@ def agents_from(factory: Callable[..., Any], request_context: Any, agent_id: Any
         isinstance(k, str) and isinstance(v, kinds) for k, v in chosen.items()
     ):
         raise ValueError(
-            f"Agent {agent_id!r}: its agents callable must return a dict of key -> Agent or RemoteAgent, "
+            f"Agent {agent_id!r}: its agents callable must return a dict of key -> Agent, RemoteAgent or A2AAgent, "
             f"got {type(chosen).__name__}"
         )
     return chosen
@@ -79,7 +79,7 @@ def background_settings_of(declared: BackgroundSettings | None, agents: dict[str
     listed = declared.tools if declared is not None else {}
     inherited = {}
     for key, sub in agents.items():
-        if key in listed or isinstance(sub, RemoteAgent):
+        if key in listed or isinstance(sub, RemoteSubagent):
             continue
         setting = next((s for s in map(background_setting, sub.tools.values()) if s is not None), None)
         if setting is not None:

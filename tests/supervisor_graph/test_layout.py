@@ -16,9 +16,10 @@ import supervisor_graph
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# supervisor_graph.__all__ of release 0.1 (issue 27: the restructure changes no public name)
+# supervisor_graph.__all__ of release 0.1 (issue 27: the restructure changes no public name), and the
+# names later issues add (A2AAgent: issue 31)
 PUBLIC_NAMES = {
-    "AbortController", "AbortSignal", "Agent", "AgentDefinition", "AgentStream", "AgentVersion", "Budget",
+    "A2AAgent", "AbortController", "AbortSignal", "Agent", "AgentDefinition", "AgentStream", "AgentVersion", "Budget",
     "DELEGATION_HOOK_ERRORS", "DelegationCompleteContext", "DelegationCompleteResult", "DelegationOptions",
     "DelegationResult", "DelegationStartContext", "DelegationStartResult", "FinishChunk", "GenerateResult",
     "IterationContext", "IterationResult", "Memory", "MemoryOptions", "MissingAPIKeyError", "ModelCallError",
