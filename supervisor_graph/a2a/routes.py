@@ -35,7 +35,9 @@ def add_a2a_routes(
     """Serve `bridge`'s supervisor over A2A on `app`; returns the SDK's request handler.
 
     `token` says whether the card declares a bearer token (default: whether the app's
-    `Guard` asks for one).
+    `Guard` asks for one). A callable `resource_id` of the bridge is called with the
+    SDK's `ServerCallContext` instead of the HTTP request (`context.state["headers"]`
+    holds the request's headers).
     """
     executor = SupervisorExecutor(bridge)
     placeholder = agent_card(bridge.agent, f"http://127.0.0.1{path}")

@@ -29,7 +29,7 @@ from supervisor_graph import Agent, Memory
 from supervisor_graph.a2a import add_a2a_routes
 from supervisor_graph.agui import AGUIAgent, create_app
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
-from tests.agui.conftest import ThreadServer, pay_tool
+from tests.agui.conftest import ThreadServer, ask_tool, pay_tool
 
 
 def _boss(ledger: list[int]) -> Agent:
@@ -39,6 +39,8 @@ def _boss(ledger: list[int]) -> Agent:
         if isinstance(messages[-1], ToolMessage):
             return f"done: {messages[-1].content}"
         said = [m.content for m in messages if isinstance(m, HumanMessage)]
+        if said and "account" in str(said[-1]):
+            return tool_call("ask_account", {"question": "Which account?"})
         if said and "pay" in str(said[-1]):
             return tool_call("pay", {"amount": 5})
         if said and "slow" in str(said[-1]):
@@ -52,7 +54,7 @@ def _boss(ledger: list[int]) -> Agent:
         id="boss",
         description="Answers questions and pays invoices.",
         agents={"research_agent": slow},
-        tools=[pay_tool(ledger)],
+        tools=[pay_tool(ledger), ask_tool([])],
         model=ScriptedChatModel(policy=policy),
         memory=Memory(":memory:"),
     )
@@ -170,6 +172,19 @@ async def test_a_paused_approval_is_input_required_then_resumed(
     assert text.startswith("done: ") and (("paid 5" in text) is paid)
 
 
+async def test_a_suspended_tool_takes_a_resume_data_part(served: tuple[str, list[int]]) -> None:
+    url, _ = served
+    async with httpx.AsyncClient(timeout=30) as http:
+        client = await _client(url, http, streaming=True)
+        paused = await _send(client, _request("which account?"))
+        assert paused.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert "Waiting for input to ask_account: Which account?" in get_text_parts(paused.status.message.parts)[0]
+        answer = {"resume": {"account": "ACME-2"}}
+        done = await _send(client, _request(context_id=paused.context_id, task_id=paused.id, data=answer))
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert get_text_parts(done.status.message.parts) == ["done: using ACME-2"]
+
+
 async def test_an_unclear_answer_leaves_the_task_waiting(served: tuple[str, list[int]]) -> None:
     url, _ = served
     async with httpx.AsyncClient(timeout=30) as http:
@@ -280,3 +295,19 @@ def test_the_serve_command_refuses_a2a_with_workers() -> None:
     from supervisor_graph.cli.main import main
 
     assert main(["serve", "tests/agui/served.py:supervisor", "--a2a", "--workers", "2"]) != 0
+
+
+async def test_a_context_belongs_to_the_user_who_started_it() -> None:
+    """A callable resource id gets the SDK's call context (the request headers in its state)."""
+    bridge = AGUIAgent(_boss([]), resource_id=lambda call: call.state["headers"].get("x-user"))
+    app = create_app(bridge)
+    add_a2a_routes(app, bridge)
+    context = f"ctx-{uuid.uuid4()}"
+    with ThreadServer(app) as server:
+        async with httpx.AsyncClient(timeout=30, headers={"x-user": "ann"}) as http:
+            mine = await _send(await _client(server.url, http, streaming=False), _request("hi", context_id=context))
+        async with httpx.AsyncClient(timeout=30, headers={"x-user": "bob"}) as http:
+            theirs = await _send(await _client(server.url, http, streaming=False), _request("hi", context_id=context))
+    assert mine.status.state == TaskState.TASK_STATE_COMPLETED
+    assert theirs.status.state == TaskState.TASK_STATE_FAILED
+    assert "another user" in get_text_parts(theirs.status.message.parts)[0]
