@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=1, help="worker processes (more than 1 needs the agent's memory on sqlite or Postgres)"
     )
     serve.add_argument(
+        "--mcp", action="store_true", help="also serve the agent as an MCP server at /mcp (the mcp extra)"
+    )
+    serve.add_argument(
         "--a2a", action="store_true", help="also serve the agent over A2A at /a2a with its card (the a2a extra)"
     )
     serve.set_defaults(func=cmd_serve)

@@ -41,6 +41,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "max_body_bytes": args.max_body_bytes,
         "max_thread_id_length": args.max_thread_id_length,
     }
+    if args.mcp:
+        try:
+            import mcp  # noqa: F401
+        except ImportError:
+            raise CLIError("--mcp needs the mcp extra: pip install 'supervisor-graph[mcp]'") from None
+        settings["mcp"] = True
     if args.a2a:
         try:
             import a2a  # noqa: F401
@@ -52,6 +58,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     agent = load_agent(args.target)
     where = f"http://{args.host}:{args.port}"
     shown = f"serving {agent.id} over AG-UI at {where}{args.path}"
+    if args.mcp:
+        shown += f" and over MCP at {where}/mcp"
     if args.a2a:
         shown += f" and over A2A at {where}/a2a (card: {where}/.well-known/agent-card.json)"
     if token:
@@ -74,7 +82,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 0
     from supervisor_graph.agui.endpoint import serve
 
-    if args.a2a:
+    if args.mcp or args.a2a:
         import uvicorn
 
         from supervisor_graph.cli.workers import build_app

@@ -32,10 +32,12 @@ def app() -> FastAPI:
 
 
 def build_app(agent: Agent, settings: dict[str, Any]) -> FastAPI:
-    """`create_app` with `serve`'s settings; `"a2a": True` adds the A2A card and endpoint
-    (`supervisor_graph.a2a`), run through the same AG-UI bridge."""
+    """`create_app` with `serve`'s settings; `"mcp": True` adds the MCP endpoint at `/mcp`
+    (`supervisor_graph.mcp`), `"a2a": True` the A2A card and endpoint (`supervisor_graph.a2a`),
+    both run through the same AG-UI bridge."""
     settings = dict(settings)
-    if not settings.pop("a2a", False):
+    mcp, a2a = settings.pop("mcp", False), settings.pop("a2a", False)
+    if not (mcp or a2a):
         return create_app(agent, **settings)
     from supervisor_graph.agui.agent import AGUIAgent
 
@@ -44,7 +46,12 @@ def build_app(agent: Agent, settings: dict[str, Any]) -> FastAPI:
     )
     path = settings.pop("path")
     app = create_app(bridge, path, **settings)
-    from supervisor_graph.a2a import add_a2a_routes
+    if mcp:
+        from supervisor_graph.mcp import add_mcp_endpoint
 
-    add_a2a_routes(app, bridge)
+        add_mcp_endpoint(app, bridge, agui_path=path, max_thread_id_length=settings["max_thread_id_length"])
+    if a2a:
+        from supervisor_graph.a2a import add_a2a_routes
+
+        add_a2a_routes(app, bridge)
     return app

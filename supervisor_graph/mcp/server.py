@@ -1,0 +1,182 @@
+"""`add_mcp_endpoint`: one MCP tool, `ask_<agent id>`, served at `/mcp` (streamable HTTP)
+beside the AG-UI routes, each call one AG-UI run of the app's bridge.
+
+A call runs like an AG-UI run of the same bridge: the thread is the serve command's
+resource's (another user's thread is refused), a thread another run holds is refused
+(`THREAD_BUSY`), the thread id has the app's length limit, and a failure shows the
+client the bridge's generic message. Each refusal is a tool error naming its code.
+
+A run that pauses for approval cannot be answered over MCP (the tool has no answer
+input, and most MCP clients could not show one): the result names what waits (tool,
+arguments, interrupt id) and where to answer it (the playground, or AG-UI `resume`).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
+from typing import Any, cast
+
+from ag_ui.core import (
+    BaseEvent,
+    Interrupt,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageStartEvent,
+    UserMessage,
+)
+from fastapi import FastAPI
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, TextContent
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from supervisor_graph.agui.agent import AGUIAgent
+from supervisor_graph.agui.serving import DEFAULT_MAX_THREAD_ID_LENGTH, thread_id_problem
+
+__all__ = ["add_mcp_endpoint", "tool_name"]
+
+
+def tool_name(agent_id: str) -> str:
+    """The MCP tool's name: `ask_` and the agent's id with `-` as `_`."""
+    return "ask_" + agent_id.replace("-", "_")
+
+
+def _error(code: str, message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=f"{code}: {message}")], isError=True)
+
+
+def _result(text: str, **structured: Any) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structuredContent=structured)
+
+
+def _waiting(interrupt: Interrupt) -> dict[str, Any]:
+    # the bridge's metadata: {"<dialect key>": {"tool_name": ..., "args": ...}}
+    outer = interrupt.metadata if isinstance(interrupt.metadata, dict) else {}
+    meta = next((v for v in outer.values() if isinstance(v, dict)), {})
+    return {
+        "interrupt_id": interrupt.id,
+        "tool_name": meta.get("tool_name", meta.get("toolName")),
+        "args": meta.get("args"),
+        "kind": "approval" if (interrupt.reason or "").endswith("tool_approval") else "input",
+    }
+
+
+def _paused_text(waiting: list[dict[str, Any]], thread_id: str, base_url: str, agui_path: str) -> str:
+    lines = [f"The run paused on thread {thread_id!r}: {len(waiting)} item(s) wait for a person's answer."]
+    for item in waiting:
+        args = json.dumps(item["args"], ensure_ascii=False, default=str)
+        lines.append(
+            f"- {item['kind']} for tool {item['tool_name']!r} with arguments {args} (interrupt id {item['interrupt_id']})"
+        )
+    lines.append(
+        "This MCP tool cannot answer them. Approve or decline in the playground at "
+        f"{base_url}/ (open thread {thread_id}), or over AG-UI at {base_url}{agui_path} with a run on this "
+        "thread whose `resume` answers each interrupt id. Until then, calls on this thread are refused "
+        "(INTERRUPT_PENDING)."
+    )
+    return "\n".join(lines)
+
+
+class _Handler:
+    """The ASGI app of the `/mcp` route: hands each request to the session manager."""
+
+    def __init__(self, server: FastMCP) -> None:
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.server.session_manager.handle_request(scope, receive, send)
+
+
+def _with_session_manager(app: FastAPI, server: FastMCP) -> None:
+    """Run the MCP session manager for the app's lifetime (around its own lifespan)."""
+    inner: Callable[[Any], AbstractAsyncContextManager[Any]] = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(target: Any) -> AsyncIterator[Any]:
+        async with server.session_manager.run(), inner(target) as state:
+            yield state
+
+    app.router.lifespan_context = lifespan
+
+
+def add_mcp_endpoint(
+    app: FastAPI,
+    bridge: AGUIAgent,
+    *,
+    path: str = "/mcp",
+    agui_path: str = "/agent",
+    max_thread_id_length: int | None = DEFAULT_MAX_THREAD_ID_LENGTH,
+) -> FastMCP:
+    """Serve `bridge`'s agent as an MCP server at `path` of `app` (streamable HTTP,
+    stateless: any worker process can answer any request).
+
+    The tool `ask_<agent id>` takes `prompt` and an optional `thread_id` (a new thread
+    each call without one; the result's structured content names it) and returns the
+    answer's text. Put it on the app `create_app(bridge, agui_path, ...)` built: its
+    guard checks `/mcp` like the AG-UI routes. The app must run its lifespan (uvicorn
+    does by default).
+    """
+    agent_id = bridge.agent.id
+    description = getattr(bridge.agent, "description", None) or f"the {agent_id} agent"
+    server = FastMCP(
+        name=agent_id,
+        instructions=f"Ask {agent_id} ({description}). Pass the same thread_id to continue a conversation.",
+        stateless_http=True,
+        streamable_http_path=path,
+        # the app's Guard checks the Host header (and the token) before this route
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+    async def ask(prompt: str, ctx: Context[Any, Any, Any], thread_id: str | None = None) -> CallToolResult:
+        request = ctx.request_context.request
+        thread = thread_id if thread_id is not None else f"mcp-{uuid.uuid4().hex}"
+        problem = thread_id_problem(thread, max_thread_id_length)
+        if problem is not None:
+            return _error("INVALID_THREAD_ID", problem)
+        run_input = RunAgentInput(
+            thread_id=thread,
+            run_id=f"mcp-{uuid.uuid4().hex}",
+            state={},
+            messages=[UserMessage(id=f"mcp-{uuid.uuid4().hex}", role="user", content=prompt)],
+            tools=[],
+            context=[],
+            forwarded_props={},
+        )
+        texts: dict[str, list[str]] = {}
+        async with aclosing(cast(AsyncGenerator[BaseEvent, None], bridge.run(run_input, request=request))) as events:
+            async for event in events:
+                if isinstance(event, TextMessageStartEvent):
+                    texts[event.message_id] = []
+                elif isinstance(event, TextMessageContentEvent | TextMessageChunkEvent):
+                    texts.setdefault(event.message_id or "", []).append(event.delta or "")
+                elif isinstance(event, RunErrorEvent):
+                    return _error(event.code or "AGENT_ERROR", event.message)
+                elif isinstance(event, RunFinishedEvent):
+                    outcome = event.outcome
+                    if outcome is not None and outcome.type == "interrupt":
+                        waiting = [_waiting(i) for i in getattr(outcome, "interrupts", [])]
+                        base = str(request.base_url).rstrip("/") if request is not None else ""
+                        text = _paused_text(waiting, thread, base, agui_path)
+                        return _result(text, status="paused", thread_id=thread, waiting=waiting)
+        answer = "".join(texts[list(texts)[-1]]) if texts else ""
+        return _result(answer, status="answered", thread_id=thread, answer=answer)
+
+    server.add_tool(
+        ask,
+        name=tool_name(agent_id),
+        description=(
+            f"Ask {agent_id}: {description}. Returns the answer's text. Give the same thread_id to continue a "
+            "conversation (the result's structured content names the thread of a call without one)."
+        ),
+    )
+    server.streamable_http_app()  # creates the session manager; its own Starlette app is not used
+    app.router.routes.append(Route(path, endpoint=_Handler(server), methods=["GET", "POST", "DELETE"]))
+    _with_session_manager(app, server)
+    return server

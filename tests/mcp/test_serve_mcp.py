@@ -1,0 +1,200 @@
+"""`supervisor-graph serve ... --mcp` (SPEC §27, issue 31 item 1): the supervisor as an
+MCP server at `/mcp`, driven with the official `mcp` client session over real HTTP
+against the app the serve command builds (`cli.workers.build_app`)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from langchain_core.messages import HumanMessage, ToolMessage
+from pydantic import BaseModel
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from bench.aegra import free_port  # noqa: E402
+from supervisor_graph import Agent, Memory, create_tool  # noqa: E402
+from supervisor_graph.cli.main import build_parser  # noqa: E402
+from supervisor_graph.cli.workers import build_app  # noqa: E402
+from supervisor_graph.testing import ScriptedChatModel, tool_call  # noqa: E402
+
+PAID: list[int] = []
+TOKEN = "s3cret-token"
+
+
+class Amount(BaseModel):
+    amount: int
+
+
+class Seconds(BaseModel):
+    seconds: float
+
+
+def _pay(args: Amount) -> str:
+    PAID.append(args.amount)
+    return f"paid {args.amount}"
+
+
+async def _wait(args: Seconds) -> str:
+    await asyncio.sleep(args.seconds)
+    return "waited"
+
+
+def _policy(messages: list[Any]) -> Any:
+    last = messages[-1]
+    if isinstance(last, ToolMessage):
+        return f"done: {last.content}"
+    text = str(last.content)
+    if text.startswith("pay"):
+        return tool_call("pay", {"amount": 7})
+    if text.startswith("wait"):
+        return tool_call("wait", {"seconds": 1.5})
+    said = [str(m.content) for m in messages if isinstance(m, HumanMessage)]
+    return "you said: " + " | ".join(said)
+
+
+def _agent() -> Agent:
+    return Agent(
+        id="help-desk",
+        description="Answers questions.",
+        model=ScriptedChatModel(policy=_policy, record_calls=False),
+        tools=[
+            create_tool(id="pay", description="Pay.", input_schema=Amount, execute=_pay, require_approval=True),
+            create_tool(id="wait", description="Wait.", input_schema=Seconds, execute=_wait),
+        ],
+        memory=Memory(":memory:"),
+    )
+
+
+class _Server:
+    """uvicorn serving `app` on loopback from a background thread, lifespan on (the MCP
+    session manager runs in it)."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        return f"http://127.0.0.1:{self.port}"
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def _settings(token: str | None) -> dict[str, Any]:
+    args = build_parser().parse_args(["serve", "x:y", "--mcp"])
+    return {
+        "path": args.path,
+        "resource_id": args.resource,
+        "subagent_visibility": args.subagents,
+        "auth_token": token,
+        "allowed_hosts": ["127.0.0.1", "localhost"],
+        "max_body_bytes": args.max_body_bytes,
+        "max_thread_id_length": 64,
+        "mcp": args.mcp,
+    }
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[str]:
+    with _Server(build_app(_agent(), _settings(None))) as url:
+        yield url
+
+
+async def _call(url: str, arguments: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return await session.call_tool("ask_help_desk", arguments)
+
+
+def test_lists_one_tool_named_after_the_agent(served: str) -> None:
+    async def main() -> Any:
+        async with streamable_http_client(f"{served}/mcp") as (read, write, _), ClientSession(read, write) as session:
+            init = await session.initialize()
+            return init, await session.list_tools()
+
+    init, listed = asyncio.run(main())
+    assert init.serverInfo.name == "help-desk"
+    assert [t.name for t in listed.tools] == ["ask_help_desk"]
+    schema = listed.tools[0].inputSchema
+    assert set(schema["properties"]) == {"prompt", "thread_id"}
+    assert schema["required"] == ["prompt"]
+
+
+def test_answers_and_continues_the_thread(served: str) -> None:
+    first = asyncio.run(_call(served, {"prompt": "hello", "thread_id": "mcp-conv"}))
+    assert not first.isError
+    assert first.content[0].text == "you said: hello"
+    assert first.structuredContent["thread_id"] == "mcp-conv"
+    second = asyncio.run(_call(served, {"prompt": "again", "thread_id": "mcp-conv"}))
+    assert second.content[0].text == "you said: hello | again"
+    # without a thread id each call is a thread of its own, named in the result
+    fresh = asyncio.run(_call(served, {"prompt": "alone"}))
+    assert fresh.content[0].text == "you said: alone"
+    assert fresh.structuredContent["thread_id"].startswith("mcp-")
+
+
+def test_a_paused_approval_names_what_waits_and_where_to_answer(served: str) -> None:
+    PAID.clear()
+    result = asyncio.run(_call(served, {"prompt": "pay the bill", "thread_id": "mcp-pay"}))
+    assert not result.isError
+    text = result.content[0].text
+    assert result.structuredContent["status"] == "paused"
+    (waiting,) = result.structuredContent["waiting"]
+    assert waiting["tool_name"] == "pay" and waiting["args"] == {"amount": 7} and waiting["kind"] == "approval"
+    assert "'pay'" in text and '{"amount": 7}' in text and waiting["interrupt_id"] in text
+    assert f"{served}/" in text and f"{served}/agent" in text and "resume" in text
+    assert PAID == []
+    # the thread waits for a person: another call on it is refused, nothing runs
+    again = asyncio.run(_call(served, {"prompt": "hello", "thread_id": "mcp-pay"}))
+    assert again.isError and again.content[0].text.startswith("INTERRUPT_PENDING")
+    assert PAID == []
+
+
+def test_a_busy_thread_and_a_bad_thread_id_are_tool_errors(served: str) -> None:
+    async def both() -> list[Any]:
+        slow = asyncio.create_task(_call(served, {"prompt": "wait a bit", "thread_id": "mcp-busy"}))
+        await asyncio.sleep(0.7)
+        busy = await _call(served, {"prompt": "hello", "thread_id": "mcp-busy"})
+        return [busy, await slow]
+
+    busy, slow = asyncio.run(both())
+    assert busy.isError and busy.content[0].text.startswith("THREAD_BUSY")
+    assert slow.content[0].text == "done: waited"
+    long = asyncio.run(_call(served, {"prompt": "hi", "thread_id": "x" * 65}))
+    assert long.isError and long.content[0].text.startswith("INVALID_THREAD_ID")
+
+
+def test_the_token_guards_mcp() -> None:
+    with _Server(build_app(_agent(), _settings(TOKEN))) as url:
+        for headers, code in ((None, "AUTH_REQUIRED"), ({"Authorization": "Bearer wrong"}, "AUTH_INVALID")):
+            refused = httpx.post(f"{url}/mcp", json={}, headers=headers)
+            assert refused.status_code == 401 and refused.json()["code"] == code
+            with pytest.raises(Exception):  # noqa: B017 - the client's own error for a 401
+                asyncio.run(_call(url, {"prompt": "hello"}, headers=headers))
+        result = asyncio.run(_call(url, {"prompt": "hello"}, headers={"Authorization": f"Bearer {TOKEN}"}))
+        assert result.content[0].text == "you said: hello"
+        wrong_host = httpx.post(f"{url}/mcp", json={}, headers={"Host": "evil.example"})
+        assert wrong_host.status_code == 400
