@@ -56,7 +56,7 @@ def _policy(messages: list[Any]) -> Any:
     if text.startswith("pay"):
         return tool_call("pay", {"amount": 7})
     if text.startswith("wait"):
-        return tool_call("wait", {"seconds": 1.5})
+        return tool_call("wait", {"seconds": 3.0})
     said = [str(m.content) for m in messages if isinstance(m, HumanMessage)]
     return "you said: " + " | ".join(said)
 
@@ -120,13 +120,7 @@ def served() -> Iterator[str]:
 
 
 async def _call(url: str, arguments: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
-    async with (
-        httpx.AsyncClient(headers=headers, timeout=30) as http,
-        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        return await session.call_tool("ask_help_desk", arguments)
+    return await _call_tool(url, "ask_help_desk", arguments, headers)
 
 
 def test_lists_one_tool_named_after_the_agent(served: str) -> None:
@@ -176,7 +170,7 @@ def test_a_paused_approval_names_what_waits_and_where_to_answer(served: str) -> 
 def test_a_busy_thread_and_a_bad_thread_id_are_tool_errors(served: str) -> None:
     async def both() -> list[Any]:
         slow = asyncio.create_task(_call(served, {"prompt": "wait a bit", "thread_id": "mcp-busy"}))
-        await asyncio.sleep(0.7)
+        await asyncio.sleep(1.2)  # the slow call holds the thread by then (its tool waits 3 s)
         busy = await _call(served, {"prompt": "hello", "thread_id": "mcp-busy"})
         return [busy, await slow]
 
@@ -198,3 +192,38 @@ def test_the_token_guards_mcp() -> None:
         assert result.content[0].text == "you said: hello"
         wrong_host = httpx.post(f"{url}/mcp", json={}, headers={"Host": "evil.example"})
         assert wrong_host.status_code == 400
+
+
+def test_the_serve_command_with_mcp(tmp_path: Any) -> None:
+    """`supervisor-graph serve tests/agui/served.py:supervisor --mcp --auth-token ...` in a
+    subprocess: the tool answers, and a subagent's tool waiting for approval is named."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from bench.aegra import running
+
+    port = free_port()
+    target = f"{Path(__file__).parents[1] / 'agui' / 'served.py'}:supervisor"
+    command = [sys.executable, "-m", "supervisor_graph.cli", "serve", target, "--port", str(port), "--mcp"]
+    command += ["--auth-token", TOKEN]
+    url = f"http://127.0.0.1:{port}"
+    with running(command, f"{url}/agent/health", env=dict(os.environ), log=tmp_path / "serve.log"):
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        assert httpx.post(f"{url}/mcp", json={}).status_code == 401
+        answered = asyncio.run(_call_tool(url, "ask_supervisor", {"prompt": "hello", "thread_id": "cli-1"}, auth))
+        assert answered.content[0].text == "echo: hello"
+        paused = asyncio.run(_call_tool(url, "ask_supervisor", {"prompt": "pay 30", "thread_id": "cli-2"}, auth))
+        assert paused.structuredContent["status"] == "paused"
+        assert [w["tool_name"] for w in paused.structuredContent["waiting"]] == ["pay"]
+    assert "and over MCP at" in (tmp_path / "serve.log").read_text()
+
+
+async def _call_tool(url: str, name: str, arguments: dict[str, Any], headers: dict[str, str] | None) -> Any:
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return await session.call_tool(name, arguments)
