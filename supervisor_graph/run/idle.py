@@ -63,22 +63,19 @@ class IdleStream(AgentStream):
                 results.append(result)
                 background: RunBackground | None = stream._run.background
                 if background is None or result.finish_reason in ("abort", "suspended"):
+                    if background is not None and result.finish_reason == "abort":
+                        # the abort stops the tasks this run started too: say how they ended,
+                        # whether it came before or after the run's last step
+                        stopping = set(background.launched)
+                        while stopping and (ended := await _wait_for_outcomes(background, stopping)):
+                            self._report(ended, stopping)
                     break
                 launched.update(background.launched)
                 ended = await _wait_for_outcomes(background, launched)
                 if not ended:
                     settled = not launched
                     break
-                for record in ended:
-                    kind = "background-task-completed" if record["status"] == "completed" else "background-task-failed"
-                    payload = {
-                        "task_id": record["task_id"],
-                        "agent_key": record["agent_key"],
-                        "status": record["status"],
-                        "result_text": record.get("result_text"),
-                    }
-                    emit(make_chunk(kind, payload, run.run_id, (agent.id,)))
-                    launched.discard(record["task_id"])
+                self._report(ended, launched)
                 runner.deferred.discard(thread)  # the notices read next answer them
                 nxt = await Run.start(agent, None, self._options, notices_only=True, host=self._host)
                 if not nxt.input["messages"]:
@@ -112,6 +109,20 @@ class IdleStream(AgentStream):
             self._done = True
             self._changed.set()
 
+
+    def _report(self, ended: list[dict[str, Any]], pending: set[str]) -> None:
+        """A `background-task-completed` / `-failed` chunk per ended task, which leaves `pending`."""
+        run = self._run
+        for record in ended:
+            kind = "background-task-completed" if record["status"] == "completed" else "background-task-failed"
+            payload = {
+                "task_id": record["task_id"],
+                "agent_key": record["agent_key"],
+                "status": record["status"],
+                "result_text": record.get("result_text"),
+            }
+            self._push(make_chunk(kind, payload, run.run_id, (run.agent.id,)))
+            pending.discard(record["task_id"])
 
 async def _wait_for_outcomes(background: RunBackground, launched: set[str]) -> list[dict[str, Any]]:
     """The tasks of `launched` that have ended, once at least one has; [] when none can

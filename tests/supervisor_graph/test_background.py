@@ -185,6 +185,30 @@ async def test_abort_cancels_the_runs_tasks() -> None:
     assert [c.payload["status"] for c in chunks if c.type == "background-task-failed"] == ["cancelled"]
 
 
+async def test_an_abort_inside_the_launching_run_still_reports_the_cancelled_task() -> None:
+    controller = AbortController()
+    research = Agent(id="research-agent", description="Researches.", model=ScriptedChatModel(policy=lambda m: "never", latency=5.0))
+    boss = Agent(
+        id="boss",
+        model=ScriptedChatModel(policy=boss_policy, latency=0.5),  # the task starts before the run's next step ends
+        agents={"research": research},
+        memory=Memory(":memory:"),
+        background_tasks={"tools": {"research": {}}},
+    )
+    stream = await boss.stream_until_idle("go", memory={"thread": "bg-6b"}, abort_signal=controller.signal)
+
+    async def abort_soon() -> None:
+        while not [t for t in await boss.memory.list_background_tasks("bg-6b") if t.tries]:  # type: ignore[union-attr]
+            await asyncio.sleep(0.02)
+        controller.abort("stop")
+
+    aborter = asyncio.ensure_future(abort_soon())
+    kinds = [(c.type, c.payload.get("status")) for c in [c async for c in stream.full_stream]]
+    await aborter
+    assert ("abort", None) in kinds and kinds[-1] == ("finish", None)
+    assert kinds.index(("abort", None)) < kinds.index(("background-task-failed", "cancelled"))
+
+
 class Amount(BaseModel):
     amount: int
 
