@@ -20,15 +20,12 @@ port from a thread (`server.base_url`, `server.requests`). Needs the `agui` extr
 (FastAPI and uvicorn).
 """
 
-import argparse
 import json
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from supervisor_graph.testing.openai_server import _free_port
+from supervisor_graph.testing.http_server import ThreadedServer, serve_main
 
 __all__ = ["USAGE", "FakeAnthropic", "app", "default_reply", "is_tool_result", "main", "text_of"]
 
@@ -151,48 +148,23 @@ def _sse(message: dict[str, Any]) -> Iterator[str]:
     yield _event("message_stop", {})
 
 
-class FakeAnthropic:
+class FakeAnthropic(ThreadedServer):
     """The server on a free loopback port, from a background thread, for tests."""
 
-    def __init__(self, reply: Reply = default_reply) -> None:
-        import uvicorn
+    name = "fake Anthropic server"
 
+    def __init__(self, reply: Reply = default_reply) -> None:
         self.requests: list[dict[str, Any]] = []
-        self.port = _free_port()
-        config = uvicorn.Config(app(reply, self.requests), host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        super().__init__(app(reply, self.requests))
 
     @property
     def base_url(self) -> str:
         """What `ANTHROPIC_BASE_URL` takes (the SDK adds `/v1/messages`)."""
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "FakeAnthropic":
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the fake Anthropic server did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
-
 
 def main(argv: list[str] | None = None) -> int:
-    import uvicorn
-
-    parser = argparse.ArgumentParser(prog="python -m supervisor_graph.testing.anthropic_server", description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=8200)
-    parser.add_argument("--host", default="127.0.0.1")
-    args = parser.parse_args(argv)
-    print(f"fake Anthropic Messages API server at http://{args.host}:{args.port} (Ctrl-C stops it)", flush=True)
-    uvicorn.run(app(), host=args.host, port=args.port, log_level="warning")
-    return 0
+    return serve_main(argv, prog="python -m supervisor_graph.testing.anthropic_server", doc=__doc__ or "", port=8200, banner="fake Anthropic Messages API server at http://{host}:{port} (Ctrl-C stops it)", make_app=app)
 
 
 if __name__ == "__main__":

@@ -18,14 +18,13 @@ port from a thread (`server.base_url`, `server.requests`). Needs the `agui` extr
 (FastAPI and uvicorn).
 """
 
-import argparse
 import json
-import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from supervisor_graph.testing.http_server import ThreadedServer, serve_main
 
 __all__ = ["USAGE", "FakeOpenAI", "app", "default_reply", "main"]
 
@@ -108,53 +107,22 @@ def _sse(base: dict[str, Any], message: dict[str, Any], finish: str, include_usa
     yield "data: [DONE]\n\n"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class FakeOpenAI:
+class FakeOpenAI(ThreadedServer):
     """The server on a free loopback port, from a background thread, for tests."""
 
-    def __init__(self, reply: Reply = default_reply) -> None:
-        import uvicorn
+    name = "fake OpenAI server"
 
+    def __init__(self, reply: Reply = default_reply) -> None:
         self.requests: list[dict[str, Any]] = []
-        self.port = _free_port()
-        config = uvicorn.Config(app(reply, self.requests), host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._server.install_signal_handlers = lambda: None  # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        super().__init__(app(reply, self.requests))
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def __enter__(self) -> "FakeOpenAI":
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the fake OpenAI server did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
-
 
 def main(argv: list[str] | None = None) -> int:
-    import uvicorn
-
-    parser = argparse.ArgumentParser(prog="python -m supervisor_graph.testing.openai_server", description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=8100)
-    parser.add_argument("--host", default="127.0.0.1")
-    args = parser.parse_args(argv)
-    print(f"fake OpenAI-compatible server at http://{args.host}:{args.port}/v1 (Ctrl-C stops it)", flush=True)
-    uvicorn.run(app(), host=args.host, port=args.port, log_level="warning")
-    return 0
+    return serve_main(argv, prog="python -m supervisor_graph.testing.openai_server", doc=__doc__ or "", port=8100, banner="fake OpenAI-compatible server at http://{host}:{port}/v1 (Ctrl-C stops it)", make_app=app)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from supervisor_graph.declaration.models import (
 from supervisor_graph.declaration.providers import check_provider_credentials, provider
 from supervisor_graph.memory.versions import AgentDefinition
 from supervisor_graph.testing.anthropic_server import USAGE, FakeAnthropic, is_tool_result, text_of
-from supervisor_graph.testing.openai_server import _free_port
+from supervisor_graph.testing.http_server import free_port
 from tests.openai_server import FakeOpenAI
 
 PER_CALL = USAGE["input_tokens"] + USAGE["output_tokens"]
@@ -159,7 +159,7 @@ async def _streamed(model: Any) -> Any:
 
 
 def test_the_server_runs_on_its_own_and_drives_the_demo() -> None:
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "supervisor_graph.testing.anthropic_server", "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
