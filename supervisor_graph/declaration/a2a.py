@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
-
-from pydantic import Field, field_validator
 
 from supervisor_graph.declaration.remote import RemoteSubagent
 from supervisor_graph.nodes.a2a import A2ASpec
@@ -38,20 +36,9 @@ class A2AAgent(RemoteSubagent):
         streaming: `False` sends `message/send` even when the card offers streaming.
     """
 
-    url: str = Field(min_length=1)
-    description: str = Field(min_length=1)
-    headers: dict[str, str] | None = None
-    id: str = ""
-    timeout: float = Field(default=300.0, gt=0)
-    connect_timeout: float = Field(default=10.0, gt=0)
-    streaming: bool = True
+    served_by: ClassVar[str] = "an A2A agent"
 
-    @field_validator("url")
-    @classmethod
-    def _http(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"url must be an http(s) URL of an A2A agent, not {value!r}")
-        return value.rstrip("/")
+    streaming: bool = True
 
     def model_post_init(self, _context: Any) -> None:
         if not self.id:

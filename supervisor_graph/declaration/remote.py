@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -20,8 +20,22 @@ class RemoteSubagent(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # what serves it, as its url's error names it
+    served_by: ClassVar[str] = "a server"
+
+    url: str = Field(min_length=1)
     id: str = ""
     description: str = Field(min_length=1)
+    headers: dict[str, str] | None = None
+    timeout: float = Field(default=300.0, gt=0)
+    connect_timeout: float = Field(default=10.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"url must be an http(s) URL of {cls.served_by}, not {value!r}")
+        return value.rstrip("/")
 
     # what code walking an agent tree reads of a subagent: a remote one has none of these
     name: None = None
@@ -78,21 +92,10 @@ class RemoteAgent(RemoteSubagent):
             interrupts can be answered; `False` for a server that cannot resume.
     """
 
-    url: str = Field(min_length=1)
-    graph_id: str = Field(min_length=1)
-    description: str = Field(min_length=1)
-    headers: dict[str, str] | None = None
-    id: str = ""
-    timeout: float = Field(default=300.0, gt=0)
-    connect_timeout: float = Field(default=10.0, gt=0)
-    resumable: bool = True
+    served_by: ClassVar[str] = "a LangGraph API server"
 
-    @field_validator("url")
-    @classmethod
-    def _http(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"url must be an http(s) URL of a LangGraph API server, not {value!r}")
-        return value.rstrip("/")
+    graph_id: str = Field(min_length=1)
+    resumable: bool = True
 
     def model_post_init(self, _context: Any) -> None:
         if not self.id:
