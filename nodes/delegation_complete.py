@@ -47,7 +47,9 @@ def result_message(
 ) -> ToolMessage:
     """The tool result the supervisor model sees for a finished delegation. `preview`:
     the subagent's `result_preview_tokens`; a longer answer is cut to about that many
-    tokens (4 characters a token) and gets a reference to the whole (SPEC §25)."""
+    tokens (4 characters a token) and gets a reference to the whole (SPEC §25). With
+    `include_sub_agent_tool_results_in_model_context` it is the whole outcome as JSON,
+    whose `text` is still the hook's `result_text` or the preview, never the raw answer."""
     replaced = record.result_text is not None
     if not record.success:
         return ToolMessage(
@@ -67,7 +69,9 @@ def result_message(
         assert preview is not None
         content = preview_text(content, preview * 4, record.ref_id or "")
     if opts.delegation.include_sub_agent_tool_results_in_model_context:
-        content = json.dumps({**record.outcome(), "agent_id": record.agent_id}, default=str)
+        # the full result, with the text the model would see without the flag (a hook's
+        # `result_text`, a preview) in place of the subagent's own: a redaction holds
+        content = json.dumps({**record.outcome(), "text": content, "agent_id": record.agent_id}, default=str)
     if record.sub_agent_pending_tool_calls:
         never_ran = ", ".join(
             f"{c['tool_name']}({json.dumps(c['args'], default=str)})" for c in record.sub_agent_pending_tool_calls

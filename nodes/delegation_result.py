@@ -88,7 +88,8 @@ class DelegationRecord:
         }
 
     def outcome(self) -> dict[str, Any]:
-        """What the subagent produced (what `include_sub_agent_tool_results_in_model_context` shows)."""
+        """What the subagent produced (what `include_sub_agent_tool_results_in_model_context`
+        shows, with the text the supervisor model would see in place of `text`)."""
         return {
             "text": self.text,
             "usage": self.usage,

@@ -45,6 +45,9 @@ class DelegationOptions(BaseModel):
     message_filter: Callable[..., Any] | None = None
     hook_error_strategy: Literal["warn", "throw"] = "warn"
     include_sub_agent_tool_results_in_model_context: bool = False
+    """The supervisor model sees the delegation's whole outcome as JSON (nested tool
+    results, thread ids); its `text` stays what the model sees without it (an
+    `on_delegation_complete` `result_text`, a `result_preview_tokens` preview)."""
     enable_result_references: bool = False
 
 

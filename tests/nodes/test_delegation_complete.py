@@ -124,6 +124,69 @@ async def test_include_sub_agent_tool_results_in_model_context(store) -> None:
     assert payload["sub_agent_thread_id"] and payload["agent_id"] == "research-agent"
 
 
+SECRET = "vault-code-7731"
+
+
+@tool
+def read_vault(name: str) -> str:
+    """Read a vault entry."""
+    return f"{name}: {SECRET}"
+
+
+def vault_reader(**options) -> Agent:
+    model = ScriptedChatModel(
+        policy=lambda m: tool_call("read_vault", {"name": "main"})
+        if not isinstance(m[-1], ToolMessage)
+        else f"The main vault code is {SECRET}. " + "More detail follows. " * 40
+    )
+    return Agent(id="vault-agent", description="Reads the vault.", model=model, tools=[read_vault], **options)
+
+
+def model_context(parent_model: ScriptedChatModel) -> dict:
+    """The delegation's tool result as the supervisor model got it, parsed."""
+    [seen] = results(parent_model.calls[1])
+    return json.loads(str(seen.content).split("\n\n[ref: ")[0])
+
+
+async def test_result_text_still_redacts_with_tool_results_in_model_context(store) -> None:
+    """The flag adds the nested tool results; it does not undo a hook's `result_text`."""
+    parent_model = ScriptedChatModel(responses=[delegate("v", "read the main vault"), "done"])
+    parent = Agent(id="p", model=parent_model, agents={"v": vault_reader()}, memory=store.memory)
+    redact = {"on_delegation_complete": lambda ctx: {"result_text": ctx.result.text.replace(SECRET, "[redacted]")}}
+    result = await parent.generate(
+        "go", **store.call(delegation={**redact, "include_sub_agent_tool_results_in_model_context": True})
+    )
+    payload = model_context(parent_model)
+    assert payload["text"].startswith("The main vault code is [redacted].") and SECRET not in payload["text"]
+    assert payload["agent_id"] == "vault-agent" and payload["finish_reason"] == "stop"
+    [nested] = payload["sub_agent_tool_results"]
+    assert nested["tool_name"] == "read_vault" and nested["args"] == {"name": "main"}
+    # application code still has the subagent's own answer
+    assert SECRET in result.delegations[0].text
+
+
+async def test_a_preview_stays_a_preview_with_tool_results_in_model_context(store) -> None:
+    parent_model = ScriptedChatModel(responses=[delegate("v", "read the main vault"), "done"])
+    parent = Agent(id="p", model=parent_model, agents={"v": vault_reader(result_preview_tokens=4)}, memory=store.memory)
+    await parent.generate("go", **store.call(delegation={"include_sub_agent_tool_results_in_model_context": True}))
+    payload = model_context(parent_model)
+    assert SECRET not in payload["text"] and "More detail" not in payload["text"]
+    assert payload["text"].startswith("The main vault") and 'context_from_refs=["vault-agent-1"]' in payload["text"]
+    assert str(results(parent_model.calls[1])[0].content).endswith("[ref: vault-agent-1]")
+    assert payload["sub_agent_tool_results"][0]["tool_name"] == "read_vault"
+
+
+async def test_result_text_and_a_preview_with_tool_results_in_model_context(store) -> None:
+    """A hook's replacement is what gets previewed, and the flag keeps the preview."""
+    parent_model = ScriptedChatModel(responses=[delegate("v", "read the main vault"), "done"])
+    parent = Agent(id="p", model=parent_model, agents={"v": vault_reader(result_preview_tokens=4)}, memory=store.memory)
+    redact = {"on_delegation_complete": lambda ctx: {"result_text": ctx.result.text.replace(SECRET, "[redacted]")}}
+    await parent.generate("go", **store.call(delegation={**redact, "include_sub_agent_tool_results_in_model_context": True}))
+    payload = model_context(parent_model)
+    assert payload["text"].startswith("The main vault") and "More detail" not in payload["text"]
+    assert SECRET not in payload["text"] and payload["sub_agent_tool_results"]
+
+
 async def test_result_is_typed_and_the_same_type_as_generate_result_delegations(store) -> None:
     from supervisor_graph import DelegationResult
 
