@@ -28,8 +28,8 @@ from typing import Any
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, Part, Role, TaskState
+from a2a.server.tasks import TaskStore, TaskUpdater
+from a2a.types import ListTasksRequest, Message, Part, Role, TaskState
 from ag_ui.core import (
     BaseEvent,
     Interrupt,
@@ -81,8 +81,11 @@ class _Run:
 class SupervisorExecutor(AgentExecutor):
     """Runs `bridge`'s supervisor for A2A requests (module docstring)."""
 
-    def __init__(self, bridge: AGUIAgent) -> None:
+    def __init__(self, bridge: AGUIAgent, task_store: TaskStore | None = None) -> None:
         self.bridge = bridge
+        # where the tasks live: it names the input-required task of a context whose
+        # pause this process did not see (one from before a restart)
+        self.task_store = task_store
         self._runs: dict[str, _Run] = {}
         # the input-required task of each context, for the message that refuses a new run
         self._paused: dict[str, str] = {}
@@ -190,15 +193,27 @@ class SupervisorExecutor(AgentExecutor):
         finally:
             await events.aclose()  # type: ignore[attr-defined]
         answer = "".join(texts[last_message]) if last_message is not None else ""
-        await self._finish(end, answer, updater)
+        await self._finish(end, answer, updater, context)
 
-    async def _finish(self, end: BaseEvent | None, answer: str, updater: TaskUpdater) -> None:
+    async def _paused_task(self, updater: TaskUpdater, context: RequestContext) -> str | None:
+        """The stored input-required task of the context, if any."""
+        if self.task_store is None or context.call_context is None:
+            return None
+        found = await self.task_store.list(
+            ListTasksRequest(context_id=updater.context_id, status=TaskState.TASK_STATE_INPUT_REQUIRED, page_size=1),
+            context.call_context,
+        )
+        return found.tasks[0].id if found.tasks else None
+
+    async def _finish(self, end: BaseEvent | None, answer: str, updater: TaskUpdater, context: RequestContext) -> None:
         task_id, context_id = updater.task_id, updater.context_id
         if isinstance(end, RunErrorEvent):
             code = end.code or "AGENT_ERROR"
             text = _MESSAGES.get(code, end.message)
-            if code == "INTERRUPT_PENDING" and context_id in self._paused:
-                text += f" (task {self._paused[context_id]})"
+            if code == "INTERRUPT_PENDING":
+                paused = self._paused.get(context_id) or await self._paused_task(updater, context)
+                if paused:
+                    text += f" (task {paused})"
             await updater.failed(_message(task_id, context_id, text, {"code": code}))
             return
         outcome = end.outcome if isinstance(end, RunFinishedEvent) else None

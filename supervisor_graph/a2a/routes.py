@@ -1,62 +1,120 @@
 """`add_a2a_routes`: the A2A routes of one bridge on a FastAPI app.
 
 `GET /.well-known/agent-card.json` answers the card (`card.py`) with the JSON-RPC URL
-of the host the request named; `POST /a2a` is the SDK's JSON-RPC endpoint (1.0 method
-names and, through the SDK's compatibility layer, the 0.3 ones: `message/send`,
-`message/stream`, `tasks/get`, `tasks/cancel`). Tasks live in this process's memory
-(`InMemoryTaskStore`): one server process, one set of tasks. The app's `Guard` (host
-check, token, body limit) sees these routes like every other.
+of the host the request named, with `Cache-Control` and an `ETag` (a matching
+`If-None-Match` gets 304); it is public: with a token on the app, the card stays
+readable without it and declares the bearer scheme that every JSON-RPC call needs.
+`POST /a2a` (and `/a2a/`, the same endpoint) is the SDK's JSON-RPC endpoint (1.0
+method names and, through the SDK's compatibility layer, the 0.3 ones: `message/send`,
+`message/stream`, `tasks/get`, `tasks/cancel`).
+
+Tasks live in the agent's memory (`tasks.py`): on a sqlite file or Postgres they
+outlive the process, and each belongs to the user who created it. The app's `Guard`
+(host check, token, body limit) sees these routes like every other.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+import json
+from typing import Any, Literal
 
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore
+from a2a.server.tasks import TaskStore
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 
-from supervisor_graph.a2a.card import agent_card
+from supervisor_graph.a2a.card import agent_card, card_json
 from supervisor_graph.a2a.executor import SupervisorExecutor
+from supervisor_graph.a2a.tasks import MemoryTaskStore, TaskContextBuilder, resource_owner
 from supervisor_graph.agui.agent import AGUIAgent
 
-__all__ = ["A2A_PATH", "add_a2a_routes"]
+__all__ = ["A2A_PATH", "CARD_MAX_AGE", "add_a2a_routes"]
 
 A2A_PATH = "/a2a"
+# seconds a client may keep the card before asking again (with If-None-Match)
+CARD_MAX_AGE = 300
 
 
 def add_a2a_routes(
-    app: FastAPI, bridge: AGUIAgent, *, path: str = A2A_PATH, token: bool | None = None
+    app: FastAPI,
+    bridge: AGUIAgent,
+    *,
+    path: str = A2A_PATH,
+    token: bool | None = None,
+    compat: Literal["0.3"] | None = None,
+    task_store: TaskStore | None = None,
 ) -> DefaultRequestHandler:
     """Serve `bridge`'s supervisor over A2A on `app`; returns the SDK's request handler.
+    Call it before the app serves (it makes the card public on the app's `Guard`).
 
     `token` says whether the card declares a bearer token (default: whether the app's
-    `Guard` asks for one). A callable `resource_id` of the bridge is called with the
+    `Guard` asks for one). `compat="0.3"` adds the 0.3 interface and fields to the card.
+    `task_store` replaces the tasks' home (default: the agent's memory; an in-process
+    store for a remote agent). A callable `resource_id` of the bridge is called with the
     SDK's `ServerCallContext` instead of the HTTP request (`context.state["headers"]`
-    holds the request's headers).
+    holds the request's headers); it owns the tasks as it owns the threads.
     """
-    executor = SupervisorExecutor(bridge)
-    placeholder = agent_card(bridge.agent, f"http://127.0.0.1{path}")
-    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=placeholder)
+    if task_store is None:
+        task_store = MemoryTaskStore(_store_of(bridge), resource_owner(bridge.resource_id))
+    executor = SupervisorExecutor(bridge, task_store)
+    placeholder = agent_card(bridge.agent, f"http://127.0.0.1{path}", compat=compat)
+    handler = DefaultRequestHandler(
+        agent_executor=executor,
+        task_store=task_store,
+        agent_card=placeholder,
+        request_context_builder=TaskContextBuilder(task_store),
+    )
+    has_token = _make_card_public(app)
+    guarded = token if token is not None else has_token
 
-    async def card(request: Request) -> JSONResponse:
-        guarded = token if token is not None else _guard_has_token(app)
+    async def card(request: Request) -> Response:
         url = str(request.base_url).rstrip("/") + path
-        return JSONResponse(agent_card_to_dict(agent_card(bridge.agent, url, token=guarded)))
+        body = json.dumps(card_json(agent_card(bridge.agent, url, token=guarded, compat=compat), compat)).encode()
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        headers = {"Cache-Control": f"public, max-age={CARD_MAX_AGE}", "ETag": etag}
+        if _matches(request.headers.get("if-none-match"), etag):
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
 
     app.add_api_route(AGENT_CARD_WELL_KNOWN_PATH, card, methods=["GET"], include_in_schema=False)
-    app.router.routes.extend(create_jsonrpc_routes(handler, rpc_url=path, enable_v0_3_compat=True))
+    # `/a2a/` is the same endpoint, not a redirect: a POST that follows a 307 is one
+    # round trip more, and some clients do not follow it
+    for url in (path, path.rstrip("/") + "/"):
+        app.router.routes.extend(create_jsonrpc_routes(handler, rpc_url=url, enable_v0_3_compat=True))
     app.state.a2a_handler = handler
     return handler
 
 
-def _guard_has_token(app: FastAPI) -> bool:
+def _store_of(bridge: AGUIAgent) -> Any:
+    memory = getattr(bridge.agent, "memory", None)
+    if memory is not None:
+        return memory.store
+    fallback = InMemoryStore()
+
+    async def in_process() -> BaseStore:
+        return fallback
+
+    return in_process
+
+
+def _matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether an `If-None-Match` header names `etag` (weak comparison, or `*`)."""
+    if not if_none_match:
+        return False
+    tags = [t.strip().removeprefix("W/") for t in if_none_match.split(",")]
+    return "*" in tags or etag in tags
+
+
+def _make_card_public(app: FastAPI) -> bool:
+    """Let the card through the app's `Guard` without the token; whether the Guard has one."""
     for middleware in app.user_middleware:
         options: Any = middleware.kwargs
         if getattr(middleware.cls, "__name__", "") == "Guard":
+            options["public_paths"] = {*options.get("public_paths", ()), AGENT_CARD_WELL_KNOWN_PATH}
             return bool(options.get("auth_token"))
     return False

@@ -124,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--a2a", action="store_true", help="also serve the agent over A2A at /a2a with its card (the a2a extra)"
     )
+    serve.add_argument(
+        "--a2a-compat",
+        choices=["0.3"],
+        default=None,
+        help="with --a2a: also declare A2A 0.3 on the card (its 0.3 fields); the card is A2A 1.0 only by default",
+    )
     serve.set_defaults(func=cmd_serve)
 
     add_versions_parser(sub)

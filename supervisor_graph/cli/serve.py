@@ -53,8 +53,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except ImportError:
             raise CLIError("--a2a needs the a2a extra: pip install 'supervisor-graph[a2a]'") from None
         if args.workers > 1:
-            raise CLIError("--a2a serves from one process (its tasks live in that process's memory): drop --workers")
+            raise CLIError("--a2a serves from one process (it streams each task from the process that runs it): drop --workers")
         settings["a2a"] = True
+        if args.a2a_compat:
+            settings["a2a_compat"] = args.a2a_compat
+    elif getattr(args, "a2a_compat", None):
+        raise CLIError("--a2a-compat goes with --a2a")
     agent = load_agent(args.target)
     where = f"http://{args.host}:{args.port}"
     shown = f"serving {agent.id} over AG-UI at {where}{args.path}"

@@ -33,10 +33,11 @@ def app() -> FastAPI:
 
 def build_app(agent: Agent, settings: dict[str, Any]) -> FastAPI:
     """`create_app` with `serve`'s settings; `"mcp": True` adds the MCP endpoint at `/mcp`
-    (`supervisor_graph.mcp`), `"a2a": True` the A2A card and endpoint (`supervisor_graph.a2a`),
-    both run through the same AG-UI bridge."""
+    (`supervisor_graph.mcp`), `"a2a": True` the A2A card and endpoint (`supervisor_graph.a2a`;
+    `"a2a_compat": "0.3"` declares 0.3 too), both run through the same AG-UI bridge."""
     settings = dict(settings)
     mcp, a2a = settings.pop("mcp", False), settings.pop("a2a", False)
+    a2a_compat = settings.pop("a2a_compat", None)
     if not (mcp or a2a):
         return create_app(agent, **settings)
     from supervisor_graph.agui.agent import AGUIAgent
@@ -53,5 +54,5 @@ def build_app(agent: Agent, settings: dict[str, Any]) -> FastAPI:
     if a2a:
         from supervisor_graph.a2a import add_a2a_routes
 
-        add_a2a_routes(app, bridge)
+        add_a2a_routes(app, bridge, compat=a2a_compat)
     return app

@@ -110,8 +110,8 @@ async def test_the_card_names_the_agent_and_a_skill_per_subagent(served: tuple[s
     assert card["description"] == "Answers questions and pays invoices."
     assert card["capabilities"]["streaming"] is True
     assert [(s["id"], s["description"]) for s in card["skills"]] == [("research_agent", "Finds facts.")]
-    assert card["supportedInterfaces"][0]["url"] == f"{url}/a2a"
-    assert card["url"] == f"{url}/a2a"  # the 0.3 field, for older clients
+    assert [(i["url"], i["protocolVersion"]) for i in card["supportedInterfaces"]] == [(f"{url}/a2a", "1.0")]
+    assert "url" not in card  # a 0.3 field: only with compat="0.3" (test_a2a_conformance)
 
 
 async def test_message_send_answers_with_a_completed_task(served: tuple[str, list[int]]) -> None:
@@ -239,12 +239,13 @@ async def test_the_token_guards_the_a2a_routes() -> None:
     add_a2a_routes(app, bridge)
     with ThreadServer(app) as server:
         async with httpx.AsyncClient(timeout=30) as http:
-            refused = await http.get(f"{server.url}/.well-known/agent-card.json")
-            assert refused.status_code == 401
+            # the card is public (A2A 1.0: clients discover the scheme from it)
+            public = await http.get(f"{server.url}/.well-known/agent-card.json")
+            assert public.status_code == 200 and "bearer" in public.json()["securitySchemes"]
             rpc = await http.post(
                 f"{server.url}/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}
             )
-            assert rpc.status_code == 401
+            assert rpc.status_code == 401 and rpc.headers["www-authenticate"] == "Bearer"
         headers = {"Authorization": "Bearer s3cret"}
         async with httpx.AsyncClient(timeout=30, headers=headers) as http:
             card = (await http.get(f"{server.url}/.well-known/agent-card.json")).json()
