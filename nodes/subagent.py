@@ -39,6 +39,7 @@ from supervisor_graph.nodes.delegation_complete import finish_delegation
 from supervisor_graph.nodes.delegation_hooks import HookFailed
 from supervisor_graph.nodes.delegation_result import DelegationRecord
 from supervisor_graph.nodes.delegation_transcript import record_answer, record_transcript
+from supervisor_graph.nodes.structured_output import output_schema_of
 from supervisor_graph.nodes.delegation_view import apply_message_filter, model_view
 from supervisor_graph.nodes.direct import RESUME_NS_KEY, can_run_directly, run_directly
 from supervisor_graph.nodes.errors import log_failure, original_error
@@ -160,6 +161,10 @@ def make_subagent_node(
                 budget=child_budget(handle.budget, task.get("budget"), sub_spec.budget),
             )
             sub_opts = sub_options(opts, sub_spec.defaults, task.get("max_steps"), sub_handle)
+            if task.get("output_schema") is not None:  # `modified_output_schema` of the start hook
+                chosen_schema = handle.output_schemas.get(tool_call_id) or output_schema_of(task["output_schema"])
+                sub_opts = sub_opts.model_copy(update={"output_schema": chosen_schema})
+            record.schema = sub_opts.output_schema or sub_spec.output_schema
             sub_config: RunnableConfig = {
                 **config,
                 "metadata": {

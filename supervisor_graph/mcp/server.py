@@ -9,6 +9,12 @@ client the bridge's generic message. Each refusal is a tool error naming its cod
 A run that pauses for approval cannot be answered over MCP (the tool has no answer
 input, and most MCP clients could not show one): the result names what waits (tool,
 arguments, interrupt id) and where to answer it (the playground, or AG-UI `resume`).
+
+As the run advances the client hears `notifications/progress` (with a progress token)
+and `notifications/message` (see `supervisor_graph.mcp.progress`). The server declares
+what it has, and only that: `tools` and `logging`; FastMCP's empty resource and prompt
+handlers are taken off so that `resources` and `prompts` are not declared (a client
+asking for them gets "method not found"), and there are no completions.
 """
 
 from __future__ import annotations
@@ -33,12 +39,24 @@ from ag_ui.core import (
 from fastapi import FastAPI
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, TextContent
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptRequest,
+    ListPromptsRequest,
+    ListResourcesRequest,
+    ListResourceTemplatesRequest,
+    LoggingLevel,
+    ReadResourceRequest,
+    TextContent,
+)
+from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from supervisor_graph.agui.agent import AGUIAgent
 from supervisor_graph.agui.serving import DEFAULT_MAX_THREAD_ID_LENGTH, thread_id_problem
+from supervisor_graph.mcp.progress import ProgressReporter
 
 __all__ = ["add_mcp_endpoint", "tool_name"]
 
@@ -84,14 +102,92 @@ def _paused_text(waiting: list[dict[str, Any]], thread_id: str, base_url: str, a
     return "\n".join(lines)
 
 
+def _token_problem(body: bytes) -> JSONResponse | None:
+    """The JSON-RPC error for a request whose `_meta.progressToken` is neither a string
+    nor an integer (None: the request is fine, or not ours to judge).
+
+    Decision: such a request is refused with a clear `-32602` naming the token, before
+    anything runs, rather than run without progress. The spec allows only strings and
+    integers; the SDK alone would answer a bare "Invalid request parameters" for most
+    wrong types and quietly turn `true` into `1`, so the client would get progress for a
+    token it never sent. Refusing up front loses no run: none has started.
+    `"progressToken": null` is no token (the SDK reads it so too)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None  # the SDK answers a parse error
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if token is None or (isinstance(token, str | int) and not isinstance(token, bool)):
+        return None
+    error = {
+        "code": INVALID_PARAMS,
+        "message": f"Invalid params: _meta.progressToken must be a string or an integer, not {json.dumps(token)}",
+    }
+    return JSONResponse({"jsonrpc": "2.0", "id": message.get("id"), "error": error})
+
+
+async def _read_body(receive: Receive) -> tuple[bytes, list[Message]]:
+    """The request's body, and the messages read to get it (to hand on unchanged)."""
+    chunks: list[bytes] = []
+    messages: list[Message] = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks), messages
+
+
 class _Handler:
-    """The ASGI app of the `/mcp` route: hands each request to the session manager."""
+    """The ASGI app of the `/mcp` route: checks a POST's progress token, then hands the
+    request to the session manager."""
 
     def __init__(self, server: FastMCP) -> None:
         self.server = server
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") == "POST":
+            # the app's Guard has capped the body's size already
+            body, read = await _read_body(receive)
+            refused = _token_problem(body)
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+            outer = receive
+
+            async def replay() -> Message:
+                return read.pop(0) if read else await outer()
+
+            receive = replay
         await self.server.session_manager.handle_request(scope, receive, send)
+
+
+def _declare_only_what_is_served(server: FastMCP) -> None:
+    """Take FastMCP's resource and prompt handlers off (the server has neither: the
+    lowlevel server declares a capability for each handler it holds) and answer
+    `logging/setLevel`, which declares `logging`."""
+    handlers = server._mcp_server.request_handlers
+    for request in (
+        ListResourcesRequest,
+        ReadResourceRequest,
+        ListResourceTemplatesRequest,
+        ListPromptsRequest,
+        GetPromptRequest,
+    ):
+        handlers.pop(request, None)
+
+    async def set_level(level: LoggingLevel) -> None:
+        # Acknowledged, and kept nowhere: the server is stateless (a session per request),
+        # so no later request could see it. Each tools/call sends its lines at info and
+        # above (few: delegations and the run's end); clients filter what they show.
+        return None
+
+    server._mcp_server.set_logging_level()(set_level)  # type: ignore[no-untyped-call]
 
 
 def _with_session_manager(app: FastAPI, server: FastMCP) -> None:
@@ -150,8 +246,10 @@ def add_mcp_endpoint(
             forwarded_props={},
         )
         texts: dict[str, list[str]] = {}
+        progress = ProgressReporter(ctx, bridge.agent, attributed=bridge.subagent_visibility == "attributed")
         async with aclosing(cast(AsyncGenerator[BaseEvent, None], bridge.run(run_input, request=request))) as events:
             async for event in events:
+                await progress.on_event(event)
                 if isinstance(event, TextMessageStartEvent):
                     texts[event.message_id] = []
                 elif isinstance(event, TextMessageContentEvent | TextMessageChunkEvent):
@@ -176,6 +274,7 @@ def add_mcp_endpoint(
             "conversation (the result's structured content names the thread of a call without one)."
         ),
     )
+    _declare_only_what_is_served(server)
     server.streamable_http_app()  # creates the session manager; its own Starlette app is not used
     app.router.routes.append(Route(path, endpoint=_Handler(server), methods=["GET", "POST", "DELETE"]))
     _with_session_manager(app, server)

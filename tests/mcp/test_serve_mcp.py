@@ -5,8 +5,6 @@ against the app the serve command builds (`cli.workers.build_app`)."""
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,9 +20,9 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from bench.aegra import free_port  # noqa: E402
 from supervisor_graph import Agent, Memory, create_tool  # noqa: E402
-from supervisor_graph.cli.main import build_parser  # noqa: E402
 from supervisor_graph.cli.workers import build_app  # noqa: E402
 from supervisor_graph.testing import ScriptedChatModel, tool_call  # noqa: E402
+from tests.mcp.serving import Served, call_tool, serve_settings  # noqa: E402
 
 PAID: list[int] = []
 TOKEN = "s3cret-token"
@@ -74,53 +72,14 @@ def _agent() -> Agent:
     )
 
 
-class _Server:
-    """uvicorn serving `app` on loopback from a background thread, lifespan on (the MCP
-    session manager runs in it)."""
-
-    def __init__(self, app: Any) -> None:
-        import uvicorn
-
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        return f"http://127.0.0.1:{self.port}"
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
-
-def _settings(token: str | None) -> dict[str, Any]:
-    args = build_parser().parse_args(["serve", "x:y", "--mcp"])
-    return {
-        "path": args.path,
-        "resource_id": args.resource,
-        "subagent_visibility": args.subagents,
-        "auth_token": token,
-        "allowed_hosts": ["127.0.0.1", "localhost"],
-        "max_body_bytes": args.max_body_bytes,
-        "max_thread_id_length": 64,
-        "mcp": args.mcp,
-    }
-
-
 @pytest.fixture(scope="module")
 def served() -> Iterator[str]:
-    with _Server(build_app(_agent(), _settings(None))) as url:
+    with Served(build_app(_agent(), serve_settings(None))) as url:
         yield url
 
 
 async def _call(url: str, arguments: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
-    return await _call_tool(url, "ask_help_desk", arguments, headers)
+    return await call_tool(url, "ask_help_desk", arguments, headers)
 
 
 def test_lists_one_tool_named_after_the_agent(served: str) -> None:
@@ -182,7 +141,7 @@ def test_a_busy_thread_and_a_bad_thread_id_are_tool_errors(served: str) -> None:
 
 
 def test_the_token_guards_mcp() -> None:
-    with _Server(build_app(_agent(), _settings(TOKEN))) as url:
+    with Served(build_app(_agent(), serve_settings(TOKEN))) as url:
         for headers, code in ((None, "AUTH_REQUIRED"), ({"Authorization": "Bearer wrong"}, "AUTH_INVALID")):
             refused = httpx.post(f"{url}/mcp", json={}, headers=headers)
             assert refused.status_code == 401 and refused.json()["code"] == code
@@ -211,19 +170,9 @@ def test_the_serve_command_with_mcp(tmp_path: Any) -> None:
     with running(command, f"{url}/agent/health", env=dict(os.environ), log=tmp_path / "serve.log"):
         auth = {"Authorization": f"Bearer {TOKEN}"}
         assert httpx.post(f"{url}/mcp", json={}).status_code == 401
-        answered = asyncio.run(_call_tool(url, "ask_supervisor", {"prompt": "hello", "thread_id": "cli-1"}, auth))
+        answered = asyncio.run(call_tool(url, "ask_supervisor", {"prompt": "hello", "thread_id": "cli-1"}, auth))
         assert answered.content[0].text == "echo: hello"
-        paused = asyncio.run(_call_tool(url, "ask_supervisor", {"prompt": "pay 30", "thread_id": "cli-2"}, auth))
+        paused = asyncio.run(call_tool(url, "ask_supervisor", {"prompt": "pay 30", "thread_id": "cli-2"}, auth))
         assert paused.structuredContent["status"] == "paused"
         assert [w["tool_name"] for w in paused.structuredContent["waiting"]] == ["pay"]
     assert "and over MCP at" in (tmp_path / "serve.log").read_text()
-
-
-async def _call_tool(url: str, name: str, arguments: dict[str, Any], headers: dict[str, str] | None) -> Any:
-    async with (
-        httpx.AsyncClient(headers=headers, timeout=30) as http,
-        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        return await session.call_tool(name, arguments)
