@@ -10,13 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from supervisor_graph.nodes.budget import Budget
 from supervisor_graph.nodes.context import DELEGATION_HOOK_ERRORS, RequestContext
 from supervisor_graph.nodes.delegation_result import DelegationResult
 from supervisor_graph.nodes.options import RunHandle
 from supervisor_graph.nodes.spec import maybe_await
+from supervisor_graph.nodes.structured_output import output_schema_of
 
 __all__ = [
     "DelegationCompleteContext",
@@ -56,6 +57,14 @@ class DelegationStartResult(BaseModel):
     modified_prompt: str | None = None
     modified_max_steps: int | None = Field(default=None, ge=1, strict=True)
     modified_budget: Budget | None = None
+    modified_output_schema: Any = None
+    """The shape of this delegation's answer (SPEC §28): a pydantic model, a TypedDict or
+    a JSON-schema dict, in place of the subagent's own `output_schema`."""
+
+    @field_validator("modified_output_schema", mode="before")
+    @classmethod
+    def _output_schema(cls, value: Any) -> Any:
+        return output_schema_of(value, "modified_output_schema")
     """Replaces the subagent's own budget for this delegation (SPEC §25); the call's still applies."""
     thread_metadata: dict[str, Any] | None = None
 

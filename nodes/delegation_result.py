@@ -45,6 +45,9 @@ class DelegationResult(BaseModel):
     ref_id: str | None = None
     """`<subagent id>-<n>` when result references are on and the result got one."""
     error: str | None = None
+    object: Any = None
+    """The validated answer when the subagent has an output schema (SPEC §28): a model
+    instance for a pydantic model, a dict otherwise; `text` is its JSON."""
 
 
 @dataclass(slots=True)
@@ -73,6 +76,10 @@ class DelegationRecord:
     ref_id: str | None = None
     # what `on_delegation_complete` put in place of the text (may be "")
     result_text: str | None = None
+    # the answer's JSON value when the subagent has an output schema, and that schema
+    # (an `OutputSchema`), which gives callers the value as its model
+    object: Any = None
+    schema: Any = None
 
     def summary(self) -> dict[str, Any]:
         """The outcome as plain JSON values (stream payloads, tool-result context)."""
@@ -101,7 +108,11 @@ class DelegationRecord:
         }
 
     def to_result(self) -> DelegationResult:
-        return DelegationResult.model_validate(self.summary())
+        result = DelegationResult.model_validate(self.summary())
+        if self.object is None:
+            return result
+        value = self.schema.to_object(self.object) if self.schema is not None else self.object
+        return result.model_copy(update={"object": value})
 
 
 def failure_text(agent_id: str) -> str:

@@ -80,6 +80,10 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
             "request_context": values,
             "thread_metadata": decision.thread_metadata,
         }
+        if decision.modified_output_schema is not None:
+            # JSON in the checkpointed Send; the declared type rides in memory for this run
+            forward["output_schema"] = decision.modified_output_schema.json_schema
+            handle.output_schemas[tool_call_id] = decision.modified_output_schema
         return Command(goto=Send(key, forward))
 
     delegation_start.__name__ = f"{key}_start"

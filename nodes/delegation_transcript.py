@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from supervisor_graph.nodes.delegation_result import DelegationRecord
 from supervisor_graph.nodes.routing import last_turn, unanswered
 from supervisor_graph.nodes.state import run_start, usage_by_agent_of_run, usage_of_run
+from supervisor_graph.nodes.structured_output import OutputSchema, StructuredOutputError
 from supervisor_graph.nodes.text import text_of
 
 __all__ = ["record_answer", "record_transcript"]
@@ -39,6 +40,13 @@ def record_answer(record: DelegationRecord, latest: dict[str, Any]) -> None:
     _, last = last_turn(record.messages)
     record.text = text_of(last) if last is not None and not last.tool_calls else ""
     record.finish_reason = latest.get("finish_reason") or "stop"
+    invalid = latest.get("structured_output_error")
+    if invalid:  # the subagent's answer never matched its schema: a failed delegation (SPEC §28)
+        raise StructuredOutputError.from_dict(invalid)
+    value = latest.get("structured_response")
+    if value is not None and record.finish_reason != "tool-calls":
+        record.object = value
+        record.text = OutputSchema.dumps(value)
     if record.finish_reason == "tool-calls":
         record.sub_agent_pending_tool_calls = [
             {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"]}

@@ -61,6 +61,7 @@ from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, dispatch, unanswered
 from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.structured_output import retries_used, settle, stray_final_answers
 from supervisor_graph.nodes.supervisor import finish_reason_of, model_input, repair_calls, step_finish
 from supervisor_graph.nodes.tools import ToolRun, needs_approval, run_tool_call
 
@@ -176,8 +177,9 @@ async def run_directly(
         if handle.durable:  # the Send is checkpointed: a clear error beats a failed save
             check_json(values, f"delegation to {spec.agent_id!r}")
         return Command(goto=Send(key, {**task, RESUME_NS_KEY: namespace, "request_context": values}))
-    await journal.save(history, finish_reason=outcome)
-    record_answer(record, {"messages": history, "finish_reason": outcome})
+    answer = {"messages": history, "finish_reason": outcome, **loop.structured}
+    await journal.save(history, finish_reason=outcome, structured=loop.structured)
+    record_answer(record, answer)
     exceeded_result(record, handle.budget)
     if run is not None:
         await run.on_chain_end({"text": record.text, "finish_reason": outcome})
@@ -204,10 +206,12 @@ class _Journal:
         self.saved = len(self.messages)
         self.exists = bool(state.values)
 
-    async def save(self, history: list[BaseMessage], finish_reason: str | None = None) -> None:
+    async def save(
+        self, history: list[BaseMessage], finish_reason: str | None = None, structured: dict[str, Any] | None = None
+    ) -> None:
         if not self.durable or (finish_reason is None and len(history) == self.saved):
             return  # runs without a checkpointer keep nothing, as before
-        values: dict[str, Any] = {"messages": history[self.saved :]}
+        values: dict[str, Any] = {"messages": history[self.saved :], **(structured or {})}
         if finish_reason is not None:
             values["finish_reason"] = finish_reason
         if self.compaction is not None:
@@ -257,6 +261,8 @@ class _Loop:
             },
         }
         self.answers = 0  # answers to pauses used by this task so far
+        # the answer's value (or why it has none) when the agent has an output schema
+        self.structured: dict[str, Any] = {}
 
     async def run(self) -> str | _Pause:
         using_request_context(self.handle.request_context)
@@ -282,8 +288,9 @@ class _Loop:
                 return "abort"
             if over_budget(self.handle.budget):  # a budget is used up: stop before the model call (SPEC §25)
                 return "budget"
+            schema = self.opts.output_schema or self.spec.output_schema
             if model is None:
-                model = await self.spec.resolve_model(self.handle.request_context, False, self.handle.override)
+                model = await self.spec.resolve_model(self.handle.request_context, False, self.handle.override, schema)
                 system = await self.spec.resolve_instructions(self.handle.request_context, self.handle.override)
             self.emit("step-start", {"iteration": iteration + 1})
             context, shown, compacted = await compact_input(  # older turns summarised when the input is too big
@@ -304,7 +311,11 @@ class _Loop:
                 raise TypeError(f"Agent {self.spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
             spend(self.handle.budget, response.usage_metadata)
             response, errors = repair_calls(response)
-            if response.tool_calls:
+            settled = None
+            if schema is not None:  # the answer validated, or sent back (SPEC §28)
+                errors.extend(stray_final_answers(response))
+                settled = settle(schema, response, retries_used(self.history, 0) < self.opts.output_retries)
+            if response.tool_calls and settled is None:
                 _, more = dispatch(self.spec, self.opts, self.handle, response, {e.tool_call_id for e in errors})
                 errors.extend(more)
             if self.emit.active:
@@ -316,6 +327,15 @@ class _Loop:
                 self.emit("step-finish", step_finish(response, iteration + 1))
             self.history.append(response)
             self.history.extend(errors)
+            if settled is not None:
+                self.history.extend(settled.messages)
+                if settled.retry:
+                    continue
+                if settled.error is not None:
+                    self.structured = {"structured_output_error": settled.error.to_dict()}
+                    return "error"
+                self.structured = {"structured_response": settled.value}
+                return finish_reason_of(response) if not settled.messages else "stop"
             if not response.tool_calls:
                 return finish_reason_of(response)
 

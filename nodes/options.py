@@ -21,6 +21,7 @@ from supervisor_graph.checkpointers.naming import NS_JOIN
 from supervisor_graph.nodes.budget import Budget, BudgetScope
 from supervisor_graph.nodes.context import AbortSignal, RequestContext
 from supervisor_graph.nodes.scoring import TaskCompleteOptions
+from supervisor_graph.nodes.structured_output import OutputSchema, output_schema_of
 from supervisor_graph.nodes.versions import AgentOverride, VersionSelection
 
 __all__ = [
@@ -91,6 +92,16 @@ class RunOptions(BaseModel):
     `"decline"`: the waiting calls are declined first (they never run)."""
     budget: Budget | None = None
     """Limits for the whole call, every delegation included (SPEC §25; nodes/budget.py)."""
+    output_schema: OutputSchema | None = None
+    """The shape of the answer (SPEC §28): a pydantic model, a TypedDict or a JSON-schema
+    dict; it wins over `Agent(output_schema=...)` and applies to this agent only."""
+    output_retries: int = Field(default=1, ge=0, strict=True)
+    """How many times an answer that does not validate is sent back to the model."""
+
+    @field_validator("output_schema", mode="before")
+    @classmethod
+    def _output_schema(cls, value: Any) -> Any:
+        return output_schema_of(value)
 
     @field_validator("request_context", mode="before")
     @classmethod
@@ -161,6 +172,9 @@ class RunHandle:
     background: Any = None
     # The budgets this agent's run is under and their counters (SPEC §25); None: no budget.
     budget: BudgetScope | None = None
+    # `modified_output_schema` of this run's delegations by tool call id (the declared
+    # type; the checkpointed Send has its JSON schema)
+    output_schemas: dict[str, Any] = field(default_factory=dict)
 
     @property
     def root(self) -> RequestContext:
@@ -198,6 +212,11 @@ class RunContext(BaseModel):
         description='Limits for the whole run, every delegation included: {"tokens": int, "seconds": float, '
         '"tool_calls": int}; at 100% an agent stops before its next model call (finish reason "budget").',
     )
+    output_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="A JSON schema for the top agent's final answer: the run's output state then has the validated "
+        "object under structured_response.",
+    )
 
     _options: RunOptions | None = PrivateAttr(default=None)
     _handle: RunHandle | None = PrivateAttr(default=None)
@@ -224,7 +243,13 @@ class RunContext(BaseModel):
     def effective(self, defaults: RunOptions) -> RunOptions:
         """The options a node acts on: attached ones, else defaults plus JSON fields."""
         opts = self._options or defaults
-        if self.max_steps is None and self.require_tool_approval is None and self.versions is None and self.budget is None:
+        if (
+            self.max_steps is None
+            and self.require_tool_approval is None
+            and self.versions is None
+            and self.budget is None
+            and self.output_schema is None
+        ):
             return opts
         update: dict[str, Any] = {}
         if self.max_steps is not None:
@@ -235,4 +260,6 @@ class RunContext(BaseModel):
             update["versions"] = self.versions
         if self.budget is not None and self._options is None:
             update["budget"] = self.budget
+        if self.output_schema is not None:
+            update["output_schema"] = output_schema_of(self.output_schema, "context output_schema")
         return opts.model_copy(update=update)

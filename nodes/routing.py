@@ -78,6 +78,7 @@ class DelegationTask(TypedDict, total=False):
     prompt: str
     max_steps: int | None
     budget: dict[str, Any] | None  # `modified_budget` from on_delegation_start (JSON: the Send is checkpointed)
+    output_schema: dict[str, Any]  # `modified_output_schema` from on_delegation_start, as a JSON schema
     # set by the start hook node: the subagent's request-context copy (plain JSON) and
     # metadata for its thread
     request_context: dict[str, Any]

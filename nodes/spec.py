@@ -22,6 +22,7 @@ from supervisor_graph.nodes.budget import Budget
 from supervisor_graph.nodes.compaction import Compactor
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
+from supervisor_graph.nodes.structured_output import OutputSchema, uses_native
 from supervisor_graph.nodes.versions import AgentOverride
 from supervisor_graph.nodes.working_memory import WorkingMemory
 
@@ -99,6 +100,7 @@ class AgentSpec:
     tracing: bool = True  # False: `Agent(tracing=False)`, no OpenTelemetry spans for its runs
     compaction: Compactor | None = None  # `Agent(compaction=...)`: its model input kept under a size (SPEC §25)
     budget: Budget | None = None  # `Agent(budget=...)`: limits for each run of this agent (SPEC §25)
+    output_schema: OutputSchema | None = None  # `Agent(output_schema=...)`: the shape of its answer (SPEC §28)
     # (selection, the run's store) -> a version resolver, for runs the facade did not
     # prepare (Studio, servers, `graph.ainvoke`); given by the compiler, which knows how
     # versions are stored
@@ -106,14 +108,22 @@ class AgentSpec:
     # (a node's config) -> the LangGraph server hosting background delegations of the run,
     # or None (the graph is not driven by a server); given by the compiler
     server_host_for: Callable[[Any], Any] | None = None
-    # (id(model), with refs, tool subset) -> (model, bound model); holding the model keeps
-    # its id from being reused while the entry lives
-    _bound: dict[tuple[int, bool, frozenset[str] | None], tuple[Any, Runnable[Any, Any]]] = field(default_factory=dict)
+    # (id(model), with refs, tool subset, output schema) -> (model, bound model); holding
+    # the model keeps its id from being reused while the entry lives
+    _bound: dict[tuple[int, bool, frozenset[str] | None, str], tuple[Any, Runnable[Any, Any]]] = field(
+        default_factory=dict
+    )
 
-    def bind(self, model: BaseChatModel, with_refs: bool = False, only: frozenset[str] | None = None) -> Runnable[Any, Any]:
-        """`model` bound to this agent's tools (or the subset `only`, a version's), once
-        per model (binding is not free)."""
-        key = (id(model), with_refs, only)
+    def bind(
+        self,
+        model: BaseChatModel,
+        with_refs: bool = False,
+        only: frozenset[str] | None = None,
+        schema: OutputSchema | None = None,
+    ) -> Runnable[Any, Any]:
+        """`model` bound to this agent's tools (or the subset `only`, a version's) and the
+        output schema's way of answering, once per model (binding is not free)."""
+        key = (id(model), with_refs, only, schema.key if schema is not None else "")
         entry = self._bound.get(key)
         if entry is not None and entry[0] is model:
             return entry[1]
@@ -124,14 +134,29 @@ class AgentSpec:
             schemas.append(self.working_memory.tool_schema())
         if self.background is not None:
             schemas.extend(CONTROL_SCHEMAS)
-        bound: Runnable[Any, Any] = model.bind_tools(schemas) if schemas else model
+        kwargs: dict[str, Any] = {}
+        if schema is not None:  # native structured output, else the final answer tool (SPEC §28)
+            strict = uses_native(model, schema)
+            if strict is not None:
+                kwargs["response_format"] = schema.response_format(strict)
+            else:
+                schemas.append(schema.tool_schema())
+        bound: Runnable[Any, Any]
+        if schemas:
+            bound = model.bind_tools(schemas, **kwargs)
+        else:
+            bound = model.bind(**kwargs) if kwargs else model
         if len(self._bound) >= 64:
             self._bound.clear()
         self._bound[key] = (model, bound)
         return bound
 
     async def resolve_model(
-        self, request_context: RequestContext, with_refs: bool = False, override: AgentOverride | None = None
+        self,
+        request_context: RequestContext,
+        with_refs: bool = False,
+        override: AgentOverride | None = None,
+        schema: OutputSchema | None = None,
     ) -> Runnable[Any, Any]:
         model = override.chat_model if override is not None and override.chat_model is not None else self.chat_model
         if model is None:
@@ -143,7 +168,7 @@ class AgentSpec:
                     "it must return a LangChain BaseChatModel"
                 )
         only = override.tools if override is not None else None
-        return self.bind(model, with_refs and bool(self.delegation_schemas), only)
+        return self.bind(model, with_refs and bool(self.delegation_schemas), only, schema)
 
     async def resolve_instructions(self, request_context: RequestContext, override: AgentOverride | None = None) -> str:
         if override is not None and override.instructions is not None:

@@ -157,6 +157,11 @@ class SupervisorState(TypedDict, total=False):
     bail: Annotated[bool, _either]
     # Iteration after which this run stops (`on_iteration_complete` said stop).
     stop_at: int | None
+    # The last run's answer as the JSON value of its output schema (SPEC §28), as
+    # LangChain's `create_agent` names it; None when the run had no schema.
+    structured_response: Any
+    # Why the last run's answer has no value: the schema, field errors and raw text.
+    structured_output_error: dict[str, Any] | None
 
 
 UsageCounts = dict[str, int]

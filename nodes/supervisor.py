@@ -35,7 +35,8 @@ from supervisor_graph.nodes.routing import (
 )
 from supervisor_graph.nodes.scope import run_scope, with_version
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input
+from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input, run_start
+from supervisor_graph.nodes.structured_output import OutputSchema, retries_used, settle, stray_final_answers
 from supervisor_graph.nodes.text import reasoning_artifacts
 from supervisor_graph.nodes.tools import ABORTED_TOOL_TEXT
 from supervisor_graph.nodes.working_memory import (
@@ -260,7 +261,8 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         emit("step-start", {"iteration": iteration + 1})
         override = handle.override
         refs = opts.delegation.enable_result_references or bool(spec.preview_tokens)  # a preview names its ref
-        model = await spec.resolve_model(handle.request_context, refs, override)
+        schema = opts.output_schema or spec.output_schema
+        model = await spec.resolve_model(handle.request_context, refs, override, schema)
         system = await spec.resolve_instructions(handle.request_context, override)
         memory_value: Any = None
         if spec.working_memory is not None:
@@ -328,8 +330,13 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         if spec.working_memory is not None and is_update_turn(response):
             # not an iteration: no hook, no dispatch, straight back to the model
             command: Command[Any] = Command(update={"messages": [response, *errors]}, goto=SUPERVISOR_NODE)
+        elif schema is not None:
+            command = _structured_turn(spec, opts, handle, state, response, errors, schema)
         else:
             command = route_turn(spec, opts, handle, state, response, errors)
+        if iteration == 0 and (state.get("structured_response") is not None or state.get("structured_output_error")):
+            command.update.setdefault("structured_response", None)  # type: ignore[union-attr]
+            command.update.setdefault("structured_output_error", None)  # type: ignore[union-attr]
         if memory_update:
             command.update.update(memory_update)  # type: ignore[union-attr]
         if compacted is not None:  # checkpointed with this step: never summarised again
@@ -352,6 +359,36 @@ def server_task_start(task: Mapping[str, Any]) -> Command[Any]:
     if task.get("budget") is not None:
         payload["budget"] = task["budget"]
     return Command(goto=Send(task["key"], payload))
+
+
+def _structured_turn(
+    spec: AgentSpec,
+    opts: RunOptions,
+    handle: RunHandle,
+    state: SupervisorState,
+    response: AIMessage,
+    errors: list[ToolMessage],
+    schema: OutputSchema,
+) -> Command[Any]:
+    """A turn of an agent with an output schema (SPEC §28): tool calls go on as usual;
+    the answer is validated, sent back once more when invalid, else the run's value."""
+    errors.extend(stray_final_answers(response))
+    messages = state.get("messages") or []
+    settled = settle(schema, response, retries_used(messages, run_start(messages)) < opts.output_retries)
+    if settled is None:
+        return route_turn(spec, opts, handle, state, response, errors)
+    if settled.retry:
+        return Command(update={"messages": [response, *errors, *settled.messages]}, goto=SUPERVISOR_NODE)
+    if settled.error is not None:
+        update = end_update(state, "error", [response, *errors, *settled.messages])
+        update["structured_output_error"] = settled.error.to_dict()
+        return Command(update=update, goto=END)
+    if not settled.messages:  # the answer's text is the JSON: an ordinary last turn
+        command = route_turn(spec, opts, handle, state, response, errors)
+    else:  # a final answer tool call, answered and followed by the answer as text
+        command = Command(update=end_update(state, "stop", [response, *errors, *settled.messages]), goto=after_answer(opts))
+    command.update["structured_response"] = settled.value  # type: ignore[index]
+    return command
 
 
 def route_turn(

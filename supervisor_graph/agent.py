@@ -34,6 +34,7 @@ from supervisor_graph.nodes.compaction import CompactionSettings
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
+from supervisor_graph.nodes.structured_output import OutputSchema, output_schema_of
 from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL, WorkingMemory
 from supervisor_graph.run.facade import generate, run_sync, stream, stream_sync
 from supervisor_graph.run.idle import generate_until_idle, recover_background_tasks, stream_until_idle
@@ -109,6 +110,11 @@ class Agent(BaseModel):
         default=True,
         description="OpenTelemetry spans for this agent's runs when a tracer provider is configured (SPEC §24).",
     )
+    output_schema: OutputSchema | None = Field(
+        default=None,
+        description="The shape of its final answer (SPEC §28): a pydantic model, a TypedDict or a JSON-schema dict; "
+        "result.object is the validated value, and as a subagent it answers its delegations with it.",
+    )
     retry_policy: Any = Field(
         default_factory=lambda: model_retry_policy(),
         description="LangGraph RetryPolicy for this agent's model calls (None: no retries).",
@@ -118,6 +124,11 @@ class Agent(BaseModel):
     _graphs: Any = PrivateAttr(default=None)
     _defaults: RunOptions | None = PrivateAttr(default=None)
     _variants: Any = PrivateAttr(default=None)
+
+    @field_validator("output_schema", mode="before")
+    @classmethod
+    def _output_schema(cls, value: Any) -> Any:
+        return output_schema_of(value, "Agent(output_schema=...)")
 
     @field_validator("id")
     @classmethod

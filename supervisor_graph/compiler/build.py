@@ -134,6 +134,7 @@ def build_spec(agent: Agent) -> AgentSpec:
         tracing=agent.tracing,
         compaction=_compactor(agent),
         budget=agent.budget,
+        output_schema=agent.output_schema,
         background=agent.background_settings,
         versions_for=resolver_for,
         server_host_for=server_host,

@@ -14,6 +14,7 @@ ChunkType = Literal[
     "start",
     "step-start",
     "text-delta",
+    "object-delta",
     "reasoning-delta",
     "tool-call",
     "tool-result",

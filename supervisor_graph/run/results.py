@@ -14,6 +14,7 @@ from supervisor_graph.nodes.delegation import (
 )
 from supervisor_graph.nodes.routing import last_turn, unanswered
 from supervisor_graph.nodes.state import run_start, usage_by_agent_of_run, usage_of_run
+from supervisor_graph.nodes.structured_output import OutputSchema, StructuredOutputError
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.run.chunks import Usage
 
@@ -21,7 +22,15 @@ if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
     from supervisor_graph.run.call import Run
 
-__all__ = ["GenerateResult", "PendingItem", "background_pending", "build_result", "client_tools", "pending_items"]
+__all__ = [
+    "GenerateResult",
+    "PendingItem",
+    "background_pending",
+    "build_result",
+    "client_tools",
+    "pending_items",
+    "run_schema",
+]
 
 
 class PendingItem(BaseModel):
@@ -64,6 +73,12 @@ class GenerateResult(BaseModel):
     """This run's delegations by the top-level agent, in the order they finished (the
     `DelegationResult` that `on_delegation_complete` sees as `ctx.result`; kept in
     memory, never in the parent's thread)."""
+    object: Any = None
+    """The validated answer when the run has an output schema (SPEC §28): a model
+    instance for a pydantic model, a dict otherwise; `text` is then its JSON."""
+    error: StructuredOutputError | None = None
+    """Why a run ended `finish_reason "error"`: an answer that never matched the output
+    schema (the schema, the field errors and the raw text)."""
     usage_by_agent: dict[str, Usage] = Field(default_factory=dict)
     """`usage` split by agent: each agent's own model calls under its path (agent ids
     from the top agent down, joined by `/`, e.g. `"parent/research-agent"`); the entries
@@ -136,9 +151,16 @@ def build_result(run: Run, values: dict[str, Any] | None, aborted: bool) -> Gene
         reason = "suspended"
     else:
         reason = values.get("finish_reason") or "stop"
+    text = text_of(last) if last is not None and (not last.tool_calls or reason == "stop") and not aborted else ""
+    value, error = values.get("structured_response"), values.get("structured_output_error")
+    schema = run_schema(run) if value is not None else None
+    if schema is not None and not aborted and not interrupts:
+        text = OutputSchema.dumps(value)
     return GenerateResult(
         # a hard stop (SPEC §7) ends on a turn whose tool calls never ran: its text is the answer
-        text=text_of(last) if last is not None and (not last.tool_calls or reason == "stop") and not aborted else "",
+        text=text,
+        object=schema.to_object(value) if schema is not None and not aborted and not interrupts else None,
+        error=StructuredOutputError.from_dict(error) if error and reason == "error" else None,
         messages=new,
         usage=Usage(**usage_of_run(messages, start)),
         usage_by_agent={path: Usage(**counts) for path, counts in usage_by_agent_of_run(messages, start, run.agent.id).items()},
@@ -150,6 +172,11 @@ def build_result(run: Run, values: dict[str, Any] | None, aborted: bool) -> Gene
         if run.context.handle is not None
         else [],
     )
+
+
+def run_schema(run: Run) -> OutputSchema | None:
+    """The output schema of a run's top agent: the call's, else the agent's."""
+    return run.options.output_schema or run.agent.output_schema
 
 
 def background_pending(records: Sequence[dict[str, Any]], run_id: str) -> list[PendingItem]:

@@ -13,7 +13,8 @@ from supervisor_graph.nodes.events import EVENT_KEY
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.run.chunks import FinishChunk, StreamChunk, make_chunk
-from supervisor_graph.run.results import GenerateResult, PendingItem
+from supervisor_graph.run.partial import PartialObjects, json_value
+from supervisor_graph.run.results import GenerateResult, PendingItem, run_schema
 
 if TYPE_CHECKING:
     from supervisor_graph.run.call import Run
@@ -66,6 +67,10 @@ class AgentStream:
         last_values: dict[str, Any] | None = None
         interrupts: dict[str, Any] = {}  # each pause can arrive in an update of its own
         streamed: set[str] = set()
+        schema = run_schema(run)
+        # partial answers of the top agent, only when it has an output schema (SPEC §28)
+        partials = PartialObjects(schema) if schema is not None else None
+        top = (run.agent.id,)
         try:
 
             async def consume() -> None:
@@ -110,6 +115,10 @@ class AgentStream:
                         text = text_of(message)
                         if text:
                             emit(make_chunk("text-delta", {"text": text, "message_id": message.id}, run.run_id, path, where))
+                        if partials is not None and path == top:
+                            value = partials.feed(message)
+                            if value is not None:
+                                emit(make_chunk("object-delta", {"object": value}, run.run_id, path, where))
                     elif mode == "values" and not ns:
                         last_values = data
                     elif mode == "updates" and not ns and isinstance(data, dict) and "__interrupt__" in data:
@@ -145,13 +154,19 @@ class AgentStream:
             kind = "tool-call-suspended" if item.kind == "suspend" else "tool-call-approval"
             self._push(make_chunk(kind, item.model_dump(), run.run_id, item.agent_path, item.namespace))
         self._result = result
+        payload: dict[str, Any] = {
+            "finish_reason": result.finish_reason,
+            # plain JSON (path -> usage dict), as every payload is
+            "usage_by_agent": {path: u.model_dump() for path, u in result.usage_by_agent.items()},
+        }
+        if result.object is not None:
+            payload["object"] = json_value(result.object)
+        if result.error is not None:  # an answer that never matched the output schema
+            payload["error"] = result.error.to_dict()
+            self._push(make_chunk("error", {"error": type(result.error).__name__, "message": str(result.error)}, run.run_id, (run.agent.id,)))
         self._push(
             FinishChunk(
-                payload={
-                    "finish_reason": result.finish_reason,
-                    # plain JSON (path -> usage dict), as every payload is
-                    "usage_by_agent": {path: u.model_dump() for path, u in result.usage_by_agent.items()},
-                },
+                payload=payload,
                 run_id=run.run_id,
                 agent_path=(run.agent.id,),
                 finish_reason=result.finish_reason,
@@ -181,6 +196,17 @@ class AgentStream:
         async for chunk in self.full_stream:
             if chunk.type == "text-delta" and chunk.agent_path == own:
                 yield chunk.text
+
+    @property
+    async def object_stream(self) -> AsyncIterator[Any]:  # type: ignore[misc]
+        """Partial objects of the top agent's answer as it streams, when the run has an
+        output schema (SPEC §28); the last is `result.object` itself."""
+        own = (self._run.agent.id,)
+        async for chunk in self.full_stream:
+            if chunk.type == "object-delta" and chunk.agent_path == own:
+                yield chunk.payload["object"]
+            elif chunk.type == "finish" and self._result is not None and self._result.object is not None:
+                yield self._result.object
 
     async def result(self) -> GenerateResult:
         """The run's `GenerateResult` once it has ended (raises the run's error)."""

@@ -109,12 +109,17 @@ class ScriptedChatModel(BaseChatModel):
     """Reported as `response_metadata["model_provider"]` (usage attribution in AG-UI)."""
     record_calls: bool = True
     """Keep every call's messages in `calls` (turn off for long-running servers)."""
+    native_structured_output: bool = False
+    """Take an output schema as a provider's native structured output would (`response_format`,
+    recorded in `response_formats`; reply with the JSON text) instead of through the
+    `final_answer` tool (SPEC §28)."""
 
     _cursor: int = PrivateAttr(default=0)
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _bound_tool_names: list[str] = PrivateAttr(default_factory=list)
     _call_tools: list[list[dict[str, Any]]] = PrivateAttr(default_factory=list)
+    _response_formats: list[Any] = PrivateAttr(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -129,6 +134,11 @@ class ScriptedChatModel(BaseChatModel):
     def call_tools(self) -> list[list[dict[str, Any]]]:
         """The tool schemas each call was made with (parallel to `calls`)."""
         return self._call_tools
+
+    @property
+    def response_formats(self) -> list[Any]:
+        """The `response_format` each call was made with (None: none; parallel to `calls`)."""
+        return self._response_formats
 
     @property
     def bound_tool_names(self) -> list[str]:
@@ -150,11 +160,12 @@ class ScriptedChatModel(BaseChatModel):
 
     # -- replies -------------------------------------------------------------
 
-    def _next_reply(self, messages: list[BaseMessage], tools: Any = None) -> AIMessage:
+    def _next_reply(self, messages: list[BaseMessage], tools: Any = None, response_format: Any = None) -> AIMessage:
         with self._lock:
             if self.record_calls:
                 self._calls.append(messages)
                 self._call_tools.append(list(tools or []))
+                self._response_formats.append(response_format)
             if self._cursor < len(self.responses):
                 reply = self.responses[self._cursor]
                 self._cursor += 1
@@ -211,7 +222,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.latency:
             time.sleep(self.latency)
-        return ChatResult(generations=[ChatGeneration(message=self._next_reply(messages, kwargs.get("tools")))])
+        return ChatResult(generations=[ChatGeneration(message=self._next_reply(messages, kwargs.get("tools"), kwargs.get("response_format")))])
 
     async def _agenerate(
         self,
@@ -222,7 +233,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.latency:
             await asyncio.sleep(self.latency)
-        return ChatResult(generations=[ChatGeneration(message=self._next_reply(messages, kwargs.get("tools")))])
+        return ChatResult(generations=[ChatGeneration(message=self._next_reply(messages, kwargs.get("tools"), kwargs.get("response_format")))])
 
     def _chunks(self, message: AIMessage) -> Iterator[ChatGenerationChunk]:
         """The reply as a provider would stream it: text word by word, list content block
@@ -264,7 +275,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         if self.latency:
             time.sleep(self.latency)
-        for chunk in self._chunks(self._next_reply(messages, kwargs.get("tools"))):
+        for chunk in self._chunks(self._next_reply(messages, kwargs.get("tools"), kwargs.get("response_format"))):
             if run_manager and chunk.text:
                 run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
@@ -278,7 +289,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         if self.latency:
             await asyncio.sleep(self.latency)
-        for chunk in self._chunks(self._next_reply(messages, kwargs.get("tools"))):
+        for chunk in self._chunks(self._next_reply(messages, kwargs.get("tools"), kwargs.get("response_format"))):
             if run_manager and chunk.text:
                 await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
