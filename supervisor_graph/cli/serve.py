@@ -53,7 +53,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except ImportError:
             raise CLIError("--a2a needs the a2a extra: pip install 'supervisor-graph[a2a]'") from None
         if args.workers > 1:
-            raise CLIError("--a2a serves from one process (it streams each task from the process that runs it): drop --workers")
+            raise CLIError(
+                "--a2a serves from one process (it streams each task from the process that runs it): drop --workers"
+            )
         settings["a2a"] = True
         if args.a2a_compat:
             settings["a2a_compat"] = args.a2a_compat
