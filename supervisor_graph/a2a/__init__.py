@@ -6,6 +6,8 @@
 `message/stream`, `tasks/get`, `tasks/cancel`). `SupervisorExecutor` is the SDK's
 `AgentExecutor`: one A2A task per run, the context id as the memory's thread, a paused
 approval as `input-required` (see `answers.py` for the answer convention).
+`MemoryTaskStore` keeps the tasks in the agent's memory (sqlite, Postgres), each owned by
+its user (`tasks.py`).
 
 It drives the supervisor through the AG-UI bridge (`supervisor_graph.agui.AGUIAgent`),
 which holds the thread lease, the limits and the error codes; so it imports `agui` and
@@ -16,5 +18,6 @@ extra: `pip install 'supervisor-graph[a2a]'`.
 from supervisor_graph.a2a.card import agent_card
 from supervisor_graph.a2a.executor import SupervisorExecutor
 from supervisor_graph.a2a.routes import A2A_PATH, add_a2a_routes
+from supervisor_graph.a2a.tasks import MemoryTaskStore
 
-__all__ = ["A2A_PATH", "SupervisorExecutor", "add_a2a_routes", "agent_card"]
+__all__ = ["A2A_PATH", "MemoryTaskStore", "SupervisorExecutor", "add_a2a_routes", "agent_card"]

@@ -1,7 +1,7 @@
 """What waits on an `input-required` task, and the follow-up message that answers it.
 
 The convention (docs/mcp-and-a2a.md, "A2A"): send a message on the same task (its
-`task_id` and `context_id`) holding either
+`task_id`; its `context_id` may be left out) holding either
 
 - a data part `{"approved": true}` or `{"approved": false}` (with `"interrupt_id"` to
   answer one approval of several; without it the answer goes to every waiting one), or
