@@ -22,7 +22,7 @@ from supervisor_graph.nodes.budget import Budget
 from supervisor_graph.nodes.compaction import Compactor
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.options import RunOptions
-from supervisor_graph.nodes.structured_output import OutputSchema, uses_native
+from supervisor_graph.nodes.structured_output import OutputSchema, strict_tool, uses_native
 from supervisor_graph.nodes.versions import AgentOverride
 from supervisor_graph.nodes.working_memory import WorkingMemory
 
@@ -139,6 +139,7 @@ class AgentSpec:
             strict = uses_native(model, schema)
             if strict is not None:
                 kwargs["response_format"] = schema.response_format(strict)
+                schemas = [strict_tool(s) for s in schemas]  # the provider wants strict tools beside it
             else:
                 schemas.append(schema.tool_schema())
         bound: Runnable[Any, Any]

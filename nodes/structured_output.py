@@ -35,6 +35,7 @@ __all__ = [
     "StructuredOutputError",
     "output_schema_of",
     "retries_used",
+    "strict_tool",
     "uses_native",
 ]
 
@@ -112,7 +113,7 @@ class OutputSchema:
             raw = raw.strip("`").removeprefix("json").strip()
         try:
             value = json.loads(raw)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise Invalid([{"loc": "", "msg": f"the answer is not JSON ({exc.msg}); answer with the JSON object only"}]) from None
         return self.validate(value)
 
@@ -213,6 +214,38 @@ def _strict(node: Any) -> Any:
     return out
 
 
+def strict_tool(tool: Any) -> Any:
+    """A tool given as an OpenAI tool dict in strict form: native structured output makes
+    the provider require strict tools (optional arguments become required and nullable,
+    which the argument models read as not given). Tool objects are left to the provider's
+    own formatting."""
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        return tool
+    function = tool["function"]
+    return {**tool, "function": {**function, "strict": True, "parameters": _strictify(function.get("parameters") or {})}}
+
+
+def _strictify(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strictify(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _strictify(v) if k in ("items", "anyOf", "oneOf", "allOf", "$defs", "definitions") else v for k, v in node.items()}
+    for k in ("$defs", "definitions"):
+        if isinstance(node.get(k), dict):
+            out[k] = {name: _strictify(sub) for name, sub in node[k].items()}
+    if out.get("type") == "object" or "properties" in out:
+        props = out.get("properties") or {}
+        required = set(out.get("required") or ())
+        out["properties"] = {
+            name: _strictify(sub) if name in required else {"anyOf": [_strictify(sub), {"type": "null"}]}
+            for name, sub in props.items()
+        }
+        out["required"] = list(props)
+        out["additionalProperties"] = False
+    return out
+
+
 def output_schema_of(value: Any, where: str = "output_schema") -> OutputSchema | None:
     """`value` (a pydantic model class, a TypedDict, a JSON-schema dict or an
     `OutputSchema`) normalised; None for None. Anything else is refused by name."""
@@ -225,7 +258,7 @@ def output_schema_of(value: Any, where: str = "output_schema") -> OutputSchema |
         return OutputSchema(name, _adapter(value).json_schema(), value, key=f"td:{name}:{id(value)}")
     if isinstance(value, Mapping):
         return _from_json_schema(dict(value), where)
-    raise TypeError(
+    raise ValueError(
         f"{where} must be a pydantic model class, a TypedDict or a JSON-schema dict, not "
         f"{type(value).__name__} ({value!r:.80}); for a list of items, wrap it: "
         '{"type": "object", "properties": {"items": {"type": "array", ...}}}'
@@ -238,7 +271,7 @@ def _from_json_schema(schema: dict[str, Any], where: str) -> OutputSchema:
     if known is not None:
         return known
     if not any(k in schema for k in ("type", "properties", "anyOf", "oneOf", "allOf", "$ref", "enum", "const")):
-        raise TypeError(
+        raise ValueError(
             f"{where}: {schema!r:.120} is not a JSON schema (no 'type', 'properties', 'anyOf', ...); "
             'give e.g. {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}'
         )
@@ -248,7 +281,7 @@ def _from_json_schema(schema: dict[str, Any], where: str) -> OutputSchema:
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
-        raise TypeError(f"{where} is not a valid JSON schema: {exc.message}") from None
+        raise ValueError(f"{where} is not a valid JSON schema: {exc.message}") from None
     name = str(schema.get("title") or "Output")
     name = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)[:64] or "Output"
     out = OutputSchema(name, schema, schema, key=key)
@@ -336,7 +369,7 @@ def settle(schema: OutputSchema, response: AIMessage, retries_left: bool) -> Set
 def _failed(schema: OutputSchema, exc: Invalid, raw: str, messages: list[BaseMessage], retries_left: bool) -> Settled:
     if retries_left:
         return Settled(messages, retry=True)
-    closing = [m for m in messages if isinstance(m, ToolMessage)]  # a call stays answered
+    closing: list[BaseMessage] = [m for m in messages if isinstance(m, ToolMessage)]  # a call stays answered
     return Settled(closing, error=StructuredOutputError(schema.name, exc.errors, raw))
 
 

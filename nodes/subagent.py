@@ -39,7 +39,6 @@ from supervisor_graph.nodes.delegation_complete import finish_delegation
 from supervisor_graph.nodes.delegation_hooks import HookFailed
 from supervisor_graph.nodes.delegation_result import DelegationRecord
 from supervisor_graph.nodes.delegation_transcript import record_answer, record_transcript
-from supervisor_graph.nodes.structured_output import output_schema_of
 from supervisor_graph.nodes.delegation_view import apply_message_filter, model_view
 from supervisor_graph.nodes.direct import RESUME_NS_KEY, can_run_directly, run_directly
 from supervisor_graph.nodes.errors import log_failure, original_error
@@ -50,6 +49,7 @@ from supervisor_graph.nodes.routing import SUPERVISOR_NODE
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import zero_usage
+from supervisor_graph.nodes.structured_output import output_schema_of
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.tools import ended_by_cancel
 from supervisor_graph.nodes.tracing import agent_metadata, announce, detached_config, parent_run_of

@@ -40,16 +40,16 @@ class PartialObjects:
         if isinstance(message, AIMessageChunk):
             self.text[mid] = self.text.get(mid, "") + text_of(message)
             for part in message.tool_call_chunks:
-                index = part.get("index") or 0
+                at = part.get("index") or 0
                 if part.get("name") == FINAL_ANSWER_TOOL:
-                    self.final[mid] = index
-                self.args[(mid, index)] = self.args.get((mid, index), "") + (part.get("args") or "")
+                    self.final[mid] = at
+                self.args[(mid, at)] = self.args.get((mid, at), "") + (part.get("args") or "")
         else:
             self.text[mid] = text_of(message)
-            for index, call in enumerate(message.tool_calls):
+            for position, call in enumerate(message.tool_calls):
                 if call["name"] == FINAL_ANSWER_TOOL:
-                    self.final[mid] = index
-                    self.args[(mid, index)] = OutputSchema.dumps(call["args"])
+                    self.final[mid] = position
+                    self.args[(mid, position)] = OutputSchema.dumps(call["args"])
         index = self.final.get(mid)
         raw = self.args.get((mid, index), "") if index is not None else self.text.get(mid, "")
         raw = raw.strip()
