@@ -2,9 +2,9 @@
 
 A delegation to a subagent declared in `background_tasks` does not run in the subagent
 node when the run can host background work (a run facade with a thread): the node hands
-a `BackgroundLaunch` to the run's launcher, answers the supervisor at once with the
-"started" text and records the task, `running`, in the parent's checkpointed state
-(`background_tasks`). The task's outcome comes back later as a notice message (a
+a `BackgroundLaunch` to the run's launcher, which stores the task's record (`running`)
+before it returns, answers the supervisor at once with the "started" text and records
+the task, `running`, in the parent's checkpointed state (`background_tasks`). The task's outcome comes back later as a notice message (a
 `HumanMessage`) that the next run on the thread carries in, with the record's final
 status in the same checkpoint, so it is reported exactly once.
 
@@ -104,6 +104,9 @@ class BackgroundState(SupervisorState, total=False):
 
 class BackgroundInput(SupervisorInput, total=False):
     background_tasks: Annotated[dict[str, Any], _merge_tasks]
+    # 1 when a run answers outcomes whose `on_delegation_complete` bailed: it stops after
+    # its first turn (SPEC §12; the channel is SupervisorState's)
+    stop_at: int | None
 
 
 class FullState(WorkingMemoryState, BackgroundState, total=False):
@@ -173,7 +176,9 @@ class BackgroundLaunch:
 
 
 class BackgroundLauncher(Protocol):
-    def launch(self, launch: BackgroundLaunch) -> None: ...
+    async def launch(self, launch: BackgroundLaunch) -> None:
+        """Start the task; its record (`running`) is stored when this returns, before the
+        launching tool answers (SPEC §12)."""
 
 
 def outcome_text(status: str, delegation: DelegationRecord, timeout_ms: int | None) -> str:

@@ -264,7 +264,7 @@ async def _launch_background(config: RunnableConfig, launch: BackgroundLaunch, e
     handle = launch.parent_handle
     handle.delegations.pop(launch.tool_call_id, None)  # its outcome arrives as a notice, not a result
     launch.context.handle.stream_events = False  # nobody streams a background task's steps
-    handle.background.launch(launch)
+    await handle.background.launch(launch)  # its record exists before the tool answers (SPEC §12)
     call = {"id": launch.tool_call_id, "name": launch.tool_name}
     return await _started_update(config, handle, launch.task_id, launch.key, launch.agent_id, call, launch.prompt, emit)
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,7 +30,7 @@ from supervisor_graph.background.runner import runner
 from supervisor_graph.checkpointers.urls import Storage
 from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.declaration.remote import RemoteSubagent
-from supervisor_graph.memory.background_records import BACKGROUND_NAMESPACE
+from supervisor_graph.memory.background_records import BACKGROUND_NAMESPACE, requests_namespace
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.nodes.background import (
     FINAL_STATUSES,
@@ -62,6 +64,9 @@ def background_thread_id(parent_thread: str, task_id: str, attempt: int) -> str:
 
 
 ANSWER_WAIT = 600.0
+# how often a running task reads the control requests stored for it (SPEC §12: another
+# process's cancel or update is acted on within 2 seconds)
+REQUEST_POLL = 0.5
 
 
 # -- one run's launcher --------------------------------------------------------------
@@ -95,72 +100,142 @@ class RunBackground:
 
     # -- launching ----------------------------------------------------------------
 
-    def launch(self, launch: BackgroundLaunch) -> None:
-        """Start a task the subagent node handed over (a node run again starts nothing new)."""
-        if runner.start(launch.task_id, self._execute(launch)):
-            self.launched.append(launch.task_id)
-
-    async def _execute(self, launch: BackgroundLaunch, resume: Any = None) -> None:
-        # A trace of its own (linked by its metadata): the run that launched it may end
-        # first, so its runs must not hang under that run's node (SPEC §24).
-        var_child_runnable_config.set(None)
+    async def launch(self, launch: BackgroundLaunch) -> None:
+        """Start a task the subagent node handed over (a node run again starts nothing
+        new). Its record, `running`, and its lease exist when this returns: the
+        launching tool answers after it, so the supervisor's next step (or another
+        process) finds the task, and nobody mistakes it for an orphan before it starts."""
+        if runner.live(launch.task_id):
+            return
         lease = ThreadLease(self.storage.leases, f"bg:{launch.task_id}")
         try:
             await lease.acquire()
         except ThreadBusyError:
             return  # another process runs it
         try:
-            record = await self.load(launch.task_id) or {
-                "task_id": launch.task_id,
-                "thread_id": self.thread_id,
-                "resource_id": self.resource_id,
-                "agent_key": launch.key,
-                "agent_id": launch.agent_id,
-                "tool_call_id": launch.tool_call_id,
-                "tool_name": launch.tool_name,
-                "prompt": launch.prompt,
-                "request_context": _plain(launch.context.handle.request_context),
-                "budget": own_budget(launch.context.handle.budget),  # for a re-run or a resume
-                "status": "running",
-                "tries": 0,
-                "result_text": None,
-                "waiting": [],
-            }
+            if await self.load(launch.task_id) is None:
+                await self.save(self._new_record(launch))
+            work = self._execute(launch, lease=lease)
+        except BaseException:
+            await lease.release()
+            raise
+        if runner.start(launch.task_id, work):
+            self.launched.append(launch.task_id)
+            task = runner.tasks[launch.task_id]
+            # a task cancelled before its first step (the loop shutting down) never runs
+            # its own `finally`: give its lease back here
+            task.add_done_callback(lambda done: _release_unstarted(done, lease))
+        else:
+            await lease.release()
+
+    def _new_record(self, launch: BackgroundLaunch) -> dict[str, Any]:
+        return {
+            "task_id": launch.task_id,
+            "thread_id": self.thread_id,
+            "resource_id": self.resource_id,
+            "agent_key": launch.key,
+            "agent_id": launch.agent_id,
+            "tool_call_id": launch.tool_call_id,
+            "tool_name": launch.tool_name,
+            "prompt": launch.prompt,
+            "request_context": _plain(launch.context.handle.request_context),
+            "budget": own_budget(launch.context.handle.budget),  # for a re-run or a resume
+            "status": "running",
+            "tries": 0,
+            "result_text": None,
+            "waiting": [],
+        }
+
+    async def _execute(self, launch: BackgroundLaunch, resume: Any = None, lease: ThreadLease | None = None) -> None:
+        # A trace of its own (linked by its metadata): the run that launched it may end
+        # first, so its runs must not hang under that run's node (SPEC §24).
+        var_child_runnable_config.set(None)
+        if lease is None:
+            lease = ThreadLease(self.storage.leases, f"bg:{launch.task_id}")
+            try:
+                await lease.acquire()
+            except ThreadBusyError:
+                return  # another process runs it
+        try:
+            record = await self.load(launch.task_id) or self._new_record(launch)
+            if record["status"] not in FINAL_STATUSES:
+                await self._tries(launch, record, resume)
             if record["status"] in FINAL_STATUSES:
-                return
-            while True:
-                try:
-                    await self._tries(launch, record, resume)
-                    break
-                except asyncio.CancelledError:
-                    request = runner.requests.pop(launch.task_id, None)
-                    if request is None:
-                        raise  # the process or the run is stopping
-                    current = asyncio.current_task()
-                    if current is not None:
-                        current.uncancel()  # a control-plane request, answered here
-                    record = await self.load(launch.task_id) or record
-                    if request == "cancel":
-                        record["status"], record["waiting"] = "cancelled", []
-                        record["result_text"] = f"The subagent {launch.agent_id!r} was cancelled by the supervisor."
-                        await self.save(record)
-                        break
-                    # update: the next try starts with the new instructions after the prompt
-                    launch = replace(launch, prompt=f"{launch.prompt}\n\nUpdated instructions: {record['instructions']}")
-                    resume = None
+                await self._drop_requests(launch.task_id)
         except Exception as exc:  # noqa: BLE001 - a broken task is a failed task, never a silent one
             log.warning("background task %s could not run: %s", launch.task_id, type(exc).__name__, exc_info=exc)
         finally:
+            runner.forget(launch.task_id)
             await lease.release()
             runner.notify(self.thread_id)
             self.answer_outcomes()
+
+    # -- control requests (stored, so any process sharing the memory may send them) ------
+
+    async def request(self, task_id: str, kind: str, instructions: str | None = None) -> None:
+        """Store a cancel or update request for `task_id` and wake the task if it runs here."""
+        value = {"task_id": task_id, "thread_id": self.thread_id, "kind": kind, "instructions": instructions, "at": time.time()}
+        await self.storage.store.aput(requests_namespace(task_id), uuid.uuid4().hex, value, index=False)
+        runner.wake(task_id)
+
+    async def _requests(self, task_id: str) -> list[tuple[str, dict[str, Any]]]:
+        items = await self.storage.store.asearch(requests_namespace(task_id), limit=1_000)
+        found = [(item.key, dict(item.value)) for item in items]
+        return sorted(found, key=lambda pair: (pair[1].get("at") or 0, pair[0]))
+
+    async def _take_requests(self, task_id: str) -> list[dict[str, Any]]:
+        """The requests stored for `task_id`, oldest first, removed from the store."""
+        found = await self._requests(task_id)
+        for key, _ in found:
+            await self.storage.store.adelete(requests_namespace(task_id), key)
+        return [value for _, value in found]
+
+    async def _drop_requests(self, task_id: str) -> None:
+        for key, _ in await self._requests(task_id):
+            await self.storage.store.adelete(requests_namespace(task_id), key)
+
+    async def _watch(self, task_id: str) -> None:
+        """Returns once a request is stored for `task_id`: woken in-process at once, else
+        found by reading the store every `REQUEST_POLL` seconds."""
+        wakeup = runner.wakeup(task_id)
+        while True:
+            wakeup.clear()
+            try:
+                if await self._requests(task_id):
+                    return
+            except Exception as exc:  # noqa: BLE001 - a failed read is retried at the next poll
+                log.debug("reading the requests of background task %s failed: %s", task_id, type(exc).__name__)
+            try:
+                await asyncio.wait_for(wakeup.wait(), REQUEST_POLL)
+            except TimeoutError:
+                pass
+
+    async def _apply_requests(self, launch: BackgroundLaunch, record: dict[str, Any]) -> BackgroundLaunch | None:
+        """Act on the requests stored for the task: None when one cancelled it (its record
+        saved as `cancelled`), else the launch its next try runs (with any new
+        instructions after its prompt, kept in the record for a re-run)."""
+        requests = await self._take_requests(launch.task_id)
+        if any(r.get("kind") == "cancel" for r in requests):
+            self._cancelled(record, launch.agent_id)
+            await self.save(record)
+            return None
+        for request in requests:
+            if request.get("kind") == "update" and request.get("instructions"):
+                launch = replace(launch, prompt=f"{launch.prompt}\n\nUpdated instructions: {request['instructions']}")
+                record["prompt"] = launch.prompt
+        return launch
+
+    @staticmethod
+    def _cancelled(record: dict[str, Any], agent_id: str) -> None:
+        record["status"], record["waiting"] = "cancelled", []
+        record["result_text"] = f"The subagent {agent_id!r} was cancelled by the supervisor."
 
     # -- the control plane (nodes/background_control.py) -----------------------------
 
     async def task_records(self) -> list[dict[str, Any]]:
         return sorted(await self.records(), key=lambda r: str(r.get("task_id")))
 
-    async def _live_record(self, task_id: str, verb: str) -> dict[str, Any] | str:
+    async def _open_record(self, task_id: str, verb: str) -> dict[str, Any] | str:
         from supervisor_graph.nodes.background_control import ControlError
 
         record = await self.load(task_id)
@@ -168,27 +243,59 @@ class RunBackground:
             raise ControlError(f"there is no background task {task_id!r} in this conversation")
         if record["status"] in FINAL_STATUSES:
             return f"Task {task_id} has already ended ({record['status']}); there is nothing to {verb}."
-        if not runner.live(task_id):
-            raise ControlError(f"task {task_id} does not run in this process; it cannot be told to {verb} from here")
         return record
 
     async def cancel_task(self, task_id: str) -> str:
-        record = await self._live_record(task_id, "cancel")
+        record = await self._open_record(task_id, "cancel")
         if isinstance(record, str):
             return record
-        runner.requests[task_id] = "cancel"
-        runner.tasks[task_id].cancel()
-        return f"Task {task_id} is being cancelled; you will be notified when it has stopped."
+        await self.request(task_id, "cancel")
+        if runner.live(task_id):
+            return f"Cancel request for task {task_id} recorded; it is being cancelled and you will be notified when it has stopped."
+        if await self._cancel_idle(task_id):
+            return f"Task {task_id} is cancelled (it was not running: waiting for an approval, or its process had stopped)."
+        return (
+            f"Cancel request for task {task_id} recorded; the process running it stops it within 2 seconds, "
+            "and you will be notified when it has stopped."
+        )
+
+    async def _cancel_idle(self, task_id: str) -> bool:
+        """Cancel a task that no process runs (paused on approvals, or its process died):
+        False when one does (its lease is held), which then acts on the stored request."""
+        lease = ThreadLease(self.storage.leases, f"bg:{task_id}")
+        try:
+            await lease.acquire()
+        except ThreadBusyError:
+            return False
+        try:
+            record = await self.load(task_id)
+            if record is None or record["status"] in FINAL_STATUSES:
+                return record is not None
+            self._cancelled(record, record.get("agent_id", ""))
+            await self.save(record)
+            await self._drop_requests(task_id)
+        finally:
+            await lease.release()
+        runner.notify(self.thread_id)
+        self.answer_outcomes()
+        return True
 
     async def update_task(self, task_id: str, instructions: str) -> str:
-        record = await self._live_record(task_id, "update")
+        record = await self._open_record(task_id, "update")
         if isinstance(record, str):
             return record
-        record["instructions"] = instructions
-        await self.save(record)
-        runner.requests[task_id] = "update"
-        runner.tasks[task_id].cancel()
-        return f"Task {task_id} goes on with the new instructions (its next try starts with them)."
+        await self.request(task_id, "update", instructions)
+        if runner.live(task_id):
+            return f"Update for task {task_id} recorded: it goes on with the new instructions (its next try starts with them)."
+        if record.get("waiting"):
+            return (
+                f"Update for task {task_id} recorded: it waits for an approval; once that is answered, its next try "
+                "starts with the new instructions."
+            )
+        return (
+            f"Update for task {task_id} recorded: the process running it starts its next try with the new "
+            "instructions within 2 seconds."
+        )
 
     def answer_outcomes(self) -> None:
         """Have the supervisor answer the thread's untold outcomes without waiting for a
@@ -225,9 +332,16 @@ class RunBackground:
             return
 
     async def _tries(self, launch: BackgroundLaunch, record: dict[str, Any], resume: Any) -> None:
+        """Run tries until the task ends, pauses on approvals or is cancelled; `record`
+        holds its final state (saved)."""
         settings = launch.settings
         graph = _graph_with(launch.graph, self.storage)
         while True:
+            updated = await self._apply_requests(launch, record)  # a cancel before the try starts wins
+            if updated is None:
+                return
+            if updated is not launch:
+                launch, resume = updated, None  # new instructions: a fresh try with them
             if resume is None:
                 record["tries"] += 1
             attempt = record["tries"]
@@ -240,12 +354,18 @@ class RunBackground:
             graph_input = resume if resume is not None else {"messages": [HumanMessage(content=launch.prompt)]}
             resume = None
             outcome, delegation, waiting = await self._try(graph, graph_input, config, launch, settings)
+            if outcome == "request":
+                continue  # a cancel or an update arrived during the try: acted on above
             if outcome == "waiting":
                 record["waiting"] = waiting
                 await self.save(record)
                 return
-            if outcome in ("completed", "failed"):  # on_delegation_complete runs once per try
-                await complete_hook(launch.parent_options, launch.parent_handle, delegation, launch.agent_id)
+            if outcome in ("completed", "failed", "timed_out"):  # on_delegation_complete runs once per try
+                hooked, bailed = await complete_hook(launch.parent_options, launch.parent_handle, delegation, launch.agent_id)
+                if hooked is not None and hooked.feedback:
+                    record["feedback"] = [*(record.get("feedback") or []), hooked.feedback]  # for the parent thread
+                if bailed:
+                    record["bail"] = True  # the supervisor's run on the outcome ends once it has answered
                 if outcome == "completed" and not delegation.success:
                     outcome = "failed"  # a throwing hook under hook_error_strategy="throw"
             if outcome in ("failed", "timed_out") and attempt <= settings.retries:
@@ -280,19 +400,29 @@ class RunBackground:
         timeout = settings.timeout_ms / 1000 if settings.timeout_ms else None
         try:
             work = asyncio.ensure_future(run())
-            waiters = {work}
+            control = asyncio.ensure_future(self._watch(launch.task_id))  # cancel / update requests
+            waiters = {work, control}
             stop = asyncio.ensure_future(signal.wait()) if signal is not None else None
             if stop is not None:
                 waiters.add(stop)
             try:
                 done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             finally:
+                control.cancel()
                 if stop is not None:
                     stop.cancel()
             if work not in done:
                 work.cancel()
                 await asyncio.gather(work, return_exceptions=True)
-                return ("cancelled" if signal is not None and signal.is_set() else "timed_out"), delegation, []
+                if signal is not None and signal.is_set():
+                    return "cancelled", delegation, []
+                if control in done:
+                    return "request", delegation, []
+                record_transcript(delegation, latest)  # what the try did before its time ran out
+                delegation.success = False
+                delegation.error = TimeoutError(f"the subagent {launch.agent_id!r} ran longer than {settings.timeout_ms} ms")
+                delegation.finish_reason = "error"
+                return "timed_out", delegation, []
             work.result()
         except Exception as exc:  # noqa: BLE001 - the outcome notice says it failed, generically
             log.warning("background task %s (%s) failed: %s", launch.task_id, launch.agent_id, type(exc).__name__)
@@ -367,6 +497,16 @@ def _graph_with(graph: Any, storage: Storage) -> Any:
     if entry is None or entry[0] is not graph:
         entry = _graphs[storage.saver] = (graph, graph.copy(update={"checkpointer": storage.saver, "store": storage.store}))
     return entry[1]
+
+
+def _release_unstarted(task: asyncio.Task[None], lease: ThreadLease) -> None:
+    if lease.acquired is None:
+        return  # the task ran and gave it back
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return  # no loop left to release it on: the lease expires (checkpointers/leases.py)
+    asyncio.ensure_future(lease.release())
 
 
 def _plain(context: RequestContext) -> dict[str, Any]:

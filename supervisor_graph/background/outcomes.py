@@ -1,6 +1,7 @@
 """Delivering background outcomes to the parent thread (SPEC §12): a notice per task that
-ended and that the thread has not been told of, and the re-run (or failure) of a task
-whose process died."""
+ended and that the thread has not been told of (followed by the feedback its
+`on_delegation_complete` gave, one message per try that gave some), and the re-run (or
+failure) of a task whose process died."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.nodes.background import FINAL_STATUSES, notice
 from supervisor_graph.nodes.delegation import model_view
+from supervisor_graph.nodes.state import feedback_message
 
 if TYPE_CHECKING:
     from supervisor_graph.background.host import RunBackground
@@ -29,8 +31,10 @@ STOPPED_TEXT = "The process running it stopped before it finished, and it has no
 async def outcomes(background: RunBackground, state_tasks: dict[str, Any], messages: Sequence[BaseMessage]) -> tuple[
     list[HumanMessage], dict[str, Any]
 ]:
-    """Notices for the parent thread's tasks that ended and that it has not been told of,
-    and the records' final state; re-runs (or fails) tasks whose process died."""
+    """Notices for the parent thread's tasks that ended and that it has not been told of
+    (each followed by its hooks' feedback, saved to the thread as a foreground
+    delegation's is), and the records' final state (`bail` when a hook bailed: the run
+    answering them ends once it has); re-runs (or fails) tasks whose process died."""
     notices: list[HumanMessage] = []
     update: dict[str, Any] = {}
     for task_id, told in state_tasks.items():
@@ -42,7 +46,10 @@ async def outcomes(background: RunBackground, state_tasks: dict[str, Any], messa
         if record is None or record["status"] not in FINAL_STATUSES:
             continue
         notices.append(notice(task_id, record["agent_key"], record["status"], record.get("result_text") or ""))
+        notices.extend(feedback_message(text, "hook") for text in record.get("feedback") or [])
         update[task_id] = {"status": record["status"], "tries": record["tries"], "result_text": record.get("result_text")}
+        if record.get("bail"):
+            update[task_id]["bail"] = True
     return notices, update
 
 
@@ -88,7 +95,7 @@ async def _orphan(
     finally:
         await lease.release()
     launch = background.relaunch(record, model_view(_context_before(messages, record["tool_call_id"])))
-    background.launch(launch)
+    await background.launch(launch)
     log.warning("background task %s was running in a process that stopped; running it again", task_id)
     return record
 

@@ -1,7 +1,7 @@
-"""The background tasks running in this process: their asyncio tasks, control requests
-(cancel / update) addressed to them, and which parent threads an until-idle stream
-watches. A second process has its own; the store's records and the task leases are
-what processes share."""
+"""The background tasks running in this process: their asyncio tasks, the wake-ups that
+tell a task a control request (cancel / update) was stored for it, and which parent
+threads an until-idle stream watches. A second process has its own; the store's records
+and requests and the task leases are what processes share."""
 
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ class Runner:
         self.answering: set[str] = set()
         # watched threads with an outcome left to their until-idle stream since it last looked
         self.deferred: set[str] = set()
-        # task id -> why its asyncio task is being cancelled ("cancel" or "update")
-        self.requests: dict[str, str] = {}
+        # task id -> set when a control request was stored for the task (it reads it at once
+        # instead of at its next poll of the store)
+        self._wakeups: dict[str, asyncio.Event] = {}
 
     def live(self, task_id: str) -> bool:
         task = self.tasks.get(task_id)
@@ -40,6 +41,22 @@ class Runner:
         task.add_done_callback(lambda _: self.tasks.pop(task_id, None) if self.tasks.get(task_id) is task else None)
         return True
 
+    def wakeup(self, task_id: str) -> asyncio.Event:
+        """The event a running task waits on between polls of its stored requests."""
+        event = self._wakeups.get(task_id)
+        if event is None:
+            event = self._wakeups[task_id] = asyncio.Event()
+        return event
+
+    def wake(self, task_id: str) -> None:
+        """A request was stored for `task_id`: have it read its requests now."""
+        event = self._wakeups.get(task_id)
+        if event is not None:
+            event.set()
+
+    def forget(self, task_id: str) -> None:
+        self._wakeups.pop(task_id, None)
+
     def event(self, thread_id: str) -> asyncio.Event:
         event = self._events.get(thread_id)
         if event is None:
@@ -53,5 +70,3 @@ class Runner:
 
 
 runner = Runner()
-
-# how long an outcome waits for a busy thread before the thread's next call reports it

@@ -1,5 +1,7 @@
 """Background tasks as the memory's store keeps them: one record per task under
-`BACKGROUND_NAMESPACE`, and the view `Memory.list_background_tasks` gives of it."""
+`BACKGROUND_NAMESPACE`, the control requests (cancel / update) addressed to a task
+under `requests_namespace(task_id)` (one item per request, so two processes never
+overwrite each other's), and the view `Memory.list_background_tasks` gives of them."""
 
 from __future__ import annotations
 
@@ -9,9 +11,15 @@ from pydantic import BaseModel
 
 from supervisor_graph.nodes.background import FINAL_STATUSES
 
-__all__ = ["BACKGROUND_NAMESPACE", "BackgroundTask", "task_view"]
+__all__ = ["BACKGROUND_NAMESPACE", "REQUESTS_NAMESPACE", "BackgroundTask", "requests_namespace", "task_view"]
 
 BACKGROUND_NAMESPACE = ("supervisor_graph", "background_tasks")
+REQUESTS_NAMESPACE = ("supervisor_graph", "background_requests")
+
+
+def requests_namespace(task_id: str) -> tuple[str, ...]:
+    """Where the control requests of one task are stored (read by the process running it)."""
+    return (*REQUESTS_NAMESPACE, task_id)
 
 
 class BackgroundTask(BaseModel):

@@ -256,6 +256,8 @@ class Run:
             message.id = str(uuid.uuid4())
         self.input["messages"] = [*notices, *self.input["messages"]]
         self.input["background_tasks"] = update
+        if any(record.get("bail") for record in update.values()):
+            self.input["stop_at"] = 1  # a completion hook bailed: the run ends once it has answered
         self.first_input_id = notices[0].id
         self.input_count = len(self.input["messages"])
 

@@ -124,19 +124,20 @@ async def test_an_outcome_that_ends_while_a_run_holds_the_thread_is_answered_rig
 
 
 async def test_timeouts_and_retries_run_the_hook_once_per_try() -> None:
-    tries: list[bool] = []
+    tries: list[tuple[bool, str]] = []
     boss, _ = team(ScriptedChatModel(policy=lambda m: "never", latency=1.0), timeout_ms=50, retries=2)
     stream = await boss.stream_until_idle(
         "go",
         memory={"thread": "bg-3"},
-        delegation={"on_delegation_complete": lambda ctx: tries.append(ctx.success)},
+        delegation={"on_delegation_complete": lambda ctx: tries.append((ctx.success, type(ctx.error).__name__))},
     )
     chunks = [c async for c in stream.full_stream]
     failed = next(c for c in chunks if c.type == "background-task-failed").payload
     assert failed["status"] == "timed_out" and "ran longer than 50 ms" in failed["result_text"]
     [task] = await boss.memory.list_background_tasks("bg-3")  # type: ignore[union-attr]
     assert (task.status, task.tries) == ("timed_out", 3)
-    assert tries == []  # a try that timed out never finished: no hook for it
+    # SPEC §12: once per try, a timed-out try included (success=False, a timeout error)
+    assert tries == [(False, "TimeoutError")] * 3
     assert "timed out]" in (await stream.result()).text
 
 
