@@ -148,7 +148,7 @@ def test_attributed_subagents_show_every_delegation_with_who_delegated() -> None
     assert not failed.isError
 
 
-def test_a_paused_run_says_so(hidden: str) -> None:
+def test_a_paused_run_says_so() -> None:
     """A delegation that waits for approval never finishes in this call: the last line
     says the run paused."""
     from pydantic import BaseModel
