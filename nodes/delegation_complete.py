@@ -53,7 +53,7 @@ def result_message(
     replaced = record.result_text is not None
     if not record.success:
         return ToolMessage(
-            content=record.result_text if replaced else failure_text(record.agent_id),  # type: ignore[arg-type]
+            content=record.result_text if replaced else failure_text(record.agent_id, record.error),  # type: ignore[arg-type]
             tool_call_id=record.tool_call_id,
             name=call["name"],
             artifact=artifact,

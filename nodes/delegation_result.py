@@ -16,6 +16,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from supervisor_graph.nodes.state import Usage
+from supervisor_graph.nodes.structured_output import StructuredOutputError
 
 __all__ = ["DelegationRecord", "DelegationResult", "failure_text"]
 
@@ -115,6 +116,12 @@ class DelegationRecord:
         return result.model_copy(update={"object": value})
 
 
-def failure_text(agent_id: str) -> str:
-    """What the supervisor model sees of a failed delegation: never the raw error."""
-    return f"[Delegation Failed] {agent_id} could not complete this task. Try another approach or explain the failure."
+def failure_text(agent_id: str, error: BaseException | None = None) -> str:
+    """What the supervisor model sees of a failed delegation: never the raw error, but
+    the field errors of an answer that did not match its output schema (our own words
+    about the subagent's answer, which the supervisor can act on)."""
+    text = f"[Delegation Failed] {agent_id} could not complete this task. Try another approach or explain the failure."
+    if isinstance(error, StructuredOutputError):
+        listed = "; ".join(f"{e.get('loc') or '(root)'}: {e.get('msg')}" for e in error.errors[:5])
+        text += f" Its answer did not match the {error.schema} schema ({listed})."
+    return text

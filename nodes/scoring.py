@@ -33,6 +33,9 @@ class RunView(BaseModel):
     input: str
     output: str
     messages: list[BaseMessage] = Field(default_factory=list)
+    output_object: Any = None
+    """The validated answer when the agent has an output schema (SPEC §28), so a scorer
+    can check fields; a model instance for a pydantic model, a dict otherwise."""
 
 
 class ScoringContext(BaseModel):

@@ -30,6 +30,7 @@ from supervisor_graph.nodes.scoring import (
 )
 from supervisor_graph.nodes.spec import AgentSpec, maybe_await
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, run_start
+from supervisor_graph.nodes.structured_output import OutputSchema
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.working_memory import without_updates
 
@@ -61,6 +62,10 @@ async def _safe_score(scorer: Any, context: ScoringContext) -> Score:
         )
 
 
+def _answer_object(schema: OutputSchema | None, value: Any) -> Any:
+    return schema.to_object(value) if schema is not None and value is not None else None
+
+
 def make_task_complete_node(spec: AgentSpec) -> Any:
     async def task_complete(state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         opts, handle = run_scope(spec, config, runtime)
@@ -79,6 +84,7 @@ def make_task_complete_node(spec: AgentSpec) -> Any:
                 input=text_of(messages[start]) if messages else "",
                 output=text_of(answer) if answer is not None else "",
                 messages=judged,
+                output_object=_answer_object(opts.output_schema or spec.output_schema, state.get("structured_response")),
             ),
             iteration=sum(1 for m in judged if m.type == "ai"),
             request_context=handle.request_context,

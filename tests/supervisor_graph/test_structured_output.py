@@ -281,3 +281,35 @@ async def test_claude_answers_through_the_final_answer_tool(monkeypatch: pytest.
     assert result.object == Report(title="from claude", points=["c"])
     assert result.delegations[0].text.strip() == "the facts"
     assert {t["name"] for t in server.requests[-1]["tools"]} == {"agent-research", FINAL_ANSWER_TOOL}
+
+
+async def test_scorers_get_the_answer_object() -> None:
+    from supervisor_graph import create_scorer
+
+    seen: list[Any] = []
+
+    def enough_points(ctx: Any) -> float:
+        seen.append(ctx.run.output_object)
+        return 1.0 if len(ctx.run.output_object.points) >= 2 else 0.0
+
+    scorer = create_scorer(id="points", name="Points").generate_score(enough_points)
+    model = ScriptedChatModel(
+        responses=[
+            tool_call(FINAL_ANSWER_TOOL, {"title": "t", "points": ["a"]}),
+            tool_call(FINAL_ANSWER_TOOL, {"title": "t", "points": ["a", "b"]}),
+        ]
+    )
+    result = await Agent(id="boss", model=model, output_schema=Report).generate(
+        "go", is_task_complete={"scorers": [scorer]}
+    )
+    assert seen == [Report(title="t", points=["a"]), Report(title="t", points=["a", "b"])]
+    assert result.object == Report(title="t", points=["a", "b"])
+
+
+async def test_the_supervisor_is_told_which_fields_a_subagent_got_wrong() -> None:
+    research = research_agent("prose", "more prose", output_schema=Facts)
+    model = ScriptedChatModel(responses=[delegate("research_agent", "facts"), "ok"])
+    await Agent(id="boss", model=model, agents={"research_agent": research}).generate("go")
+    tool_result = next(m for m in model.calls[1] if isinstance(m, ToolMessage))
+    assert "[Delegation Failed]" in str(tool_result.content) and "did not match the Facts schema" in str(tool_result.content)
+    assert "prose" not in str(tool_result.content)
