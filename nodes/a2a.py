@@ -17,36 +17,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphBubbleUp
-from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from supervisor_graph.checkpointers.compat import is_resuming, read_channel
-from supervisor_graph.nodes.budget import spend
-from supervisor_graph.nodes.context import RUN_IDENTITY_KEYS
-from supervisor_graph.nodes.delegation_complete import finish_delegation
-from supervisor_graph.nodes.delegation_result import DelegationRecord
-from supervisor_graph.nodes.delegation_view import apply_message_filter, model_view
-from supervisor_graph.nodes.errors import log_failure
-from supervisor_graph.nodes.events import EVENT_KEY, Emitter
-from supervisor_graph.nodes.options import RunContext, RunHandle
+from supervisor_graph.checkpointers.compat import is_resuming
+from supervisor_graph.nodes.options import RunHandle
 from supervisor_graph.nodes.otel import traceparent_headers
-from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.remote_delegation import RemoteDelegation, remote_delegation_node
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import zero_usage
-from supervisor_graph.nodes.tracing import announce
 
 __all__ = ["A2ASpec", "a2a_context_id", "make_a2a_node"]
-
-log = logging.getLogger("supervisor_graph")
 
 # task ids this process started, by context id: a resumed node finds its task without a
 # `tasks/list` (which not every A2A server offers); bounded, oldest dropped first
@@ -195,9 +180,7 @@ class _Session:
         answer.take_task(task)
         return answer
 
-    async def send(
-        self, message: Any, emit: Emitter, path: tuple[str, ...], namespace: str, handle: RunHandle
-    ) -> _Answer:
+    async def send(self, message: Any, delegation: RemoteDelegation) -> _Answer:
         """One message to the agent, its text streamed as the subagent's; the remote task
         is cancelled when the run is."""
         from a2a.types.a2a_pb2 import CancelTaskRequest, SendMessageRequest
@@ -209,17 +192,8 @@ class _Session:
                 if answer.task_id and answer.context_id:
                     _remember(answer.context_id, answer.task_id)
                 text = answer.text
-                if emit.active and text.startswith(emitted) and len(text) > len(emitted):
-                    emit.writer(  # type: ignore[misc]
-                        {
-                            EVENT_KEY: True,
-                            "type": "text-delta",
-                            "payload": {"text": text[len(emitted) :], "message_id": answer.task_id or None},
-                            "agent_path": path,
-                            "run_id": handle.run_id,
-                            "namespace": namespace,
-                        }
-                    )
+                if delegation.emit.active and text.startswith(emitted) and len(text) > len(emitted):
+                    delegation.text_delta(text[len(emitted) :], answer.task_id or None)
                     emitted = text
         except asyncio.CancelledError:
             if answer.task_id:  # the run was aborted: cancel the remote task too
@@ -285,90 +259,42 @@ def _usage_of(reported: Mapping[str, Any]) -> dict[str, int]:
 
 
 def make_a2a_node(parent: AgentSpec, key: str, spec: A2ASpec) -> Any:
-    agent_id = spec.agent_id
-
-    async def run_a2a(task: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
+    async def exchange(delegation: RemoteDelegation) -> None:
         from a2a.helpers.proto_helpers import new_message, new_text_part
         from a2a.types.a2a_pb2 import Role
 
-        opts, handle = run_scope(parent, config, runtime)
-        call = task["call"]
-        tool_call_id = call["id"] or ""
-        prompt = task["prompt"]
-        configurable = config.get("configurable") or {}
-        namespace = configurable.get("checkpoint_ns", "")
-        context_id = a2a_context_id(configurable.get("thread_id"), namespace, tool_call_id)
-        record = DelegationRecord(
-            tool_call_id=tool_call_id,
-            key=key,
-            agent_id=agent_id,
-            prompt=prompt,
-            sub_agent_thread_id=context_id,
-            usage=zero_usage(),
-        )
-        handle.delegations[tool_call_id] = record
-        emit = Emitter(runtime, handle)
-        announced = {
-            "tool_call_id": tool_call_id,
-            "agent_key": key,
-            "agent_id": agent_id,
-            "prompt": prompt,
-            "namespace": namespace,
+        record, handle, namespace = delegation.record, delegation.handle, delegation.namespace
+        context_id = str(record.sub_agent_thread_id)
+        metadata = {
+            "request_context": delegation.request_context(),
+            "parent_messages": await delegation.parent_messages(),
         }
-        emit("delegation-start", announced)
-        await announce(config, "delegation-start", announced, handle.agent_path)
-        sub_path = (*handle.agent_path, agent_id)
-        task_id = ""
-        try:
-            parent_messages: list[BaseMessage] = read_channel(config, "messages") or []
-            chosen = await apply_message_filter(
-                opts, handle, [*handle.context_messages, *parent_messages], agent_id, prompt, tool_call_id
-            )
-            values = task.get("request_context")
-            context = dict(values) if values is not None else handle.request_context.fork(RUN_IDENTITY_KEYS).to_dict()
-            context = {k: v for k, v in context.items() if k not in RUN_IDENTITY_KEYS}
-            metadata = {
-                "request_context": context,
-                "parent_messages": [{"role": m.type, "content": m.content} for m in model_view(chosen)],
-            }
-            async with _Session(spec, traceparent_headers(config)) as session:
-                answer = await session.find(context_id) if is_resuming(config) else None
-                if answer is not None:
-                    for _ in range(max(answer.users - 1, 0)):  # the answers this task already has
-                        interrupt(_request(answer, spec, handle, namespace, _))
-                    rounds = max(answer.users - 1, 0)
-                else:
-                    message = new_message([new_text_part(prompt)], context_id=context_id, role=Role.ROLE_USER)
-                    message.metadata.update(metadata)
-                    answer, rounds = await session.send(message, emit, sub_path, namespace, handle), 0
-                task_id = answer.task_id
-                while answer.state in ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"):
-                    value = interrupt(_request(answer, spec, handle, namespace, rounds))
-                    answer, rounds = (
-                        await session.send(_reply(value, answer), emit, sub_path, namespace, handle),
-                        rounds + 1,
-                    )
-                    task_id = answer.task_id or task_id
-            if answer.state != "TASK_STATE_COMPLETED":
-                raise RuntimeError(f"the A2A task ended in {answer.state or 'no state'}")
-            record.text, record.finish_reason = answer.text, "stop"
-            record.usage = _usage_of(answer.usage)
-            spend(handle.budget, record.usage)  # counted against this run's budgets once it has ended (SPEC §25)
-        except GraphBubbleUp:
-            raise  # this graph's own pause: the parent's caller answers it
-        except Exception as exc:  # noqa: BLE001 - an unreachable or failing agent is a failed delegation
-            record.success, record.error, record.finish_reason = False, exc, "error"
-            log_failure(log, logging.WARNING, "A2A delegation to %r failed", exc, agent_id)
+        async with _Session(spec, traceparent_headers(delegation.config)) as session:
+            answer = await session.find(context_id) if is_resuming(delegation.config) else None
+            if answer is not None:
+                for _ in range(max(answer.users - 1, 0)):  # the answers this task already has
+                    interrupt(_request(answer, spec, handle, namespace, _))
+                rounds = max(answer.users - 1, 0)
+            else:
+                message = new_message([new_text_part(delegation.prompt)], context_id=context_id, role=Role.ROLE_USER)
+                message.metadata.update(metadata)
+                answer, rounds = await session.send(message, delegation), 0
+            delegation.remote["task_id"] = answer.task_id
+            while answer.state in ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"):
+                value = interrupt(_request(answer, spec, handle, namespace, rounds))
+                answer, rounds = await session.send(_reply(value, answer), delegation), rounds + 1
+                delegation.remote["task_id"] = answer.task_id or delegation.remote["task_id"]
+        if answer.state != "TASK_STATE_COMPLETED":
+            raise RuntimeError(f"the A2A task ended in {answer.state or 'no state'}")
+        record.text, record.finish_reason = answer.text, "stop"
+        record.usage = _usage_of(answer.usage)
 
-        artifact = {
-            "agent_id": agent_id,
-            "success": record.success,
-            "usage": record.usage,
-            "finish_reason": record.finish_reason,
-            "sub_agent_thread_id": context_id,
-            "remote": {"url": spec.url, "protocol": "a2a", "task_id": task_id},
-        }
-        return await finish_delegation(config, opts, handle, record, call, key, artifact, emit, namespace)
-
-    run_a2a.__name__ = key
-    return run_a2a
+    return remote_delegation_node(
+        parent,
+        key,
+        spec.agent_id,
+        thread_of=a2a_context_id,
+        remote={"url": spec.url, "protocol": "a2a", "task_id": ""},
+        exchange=exchange,
+        protocol="A2A",
+    )

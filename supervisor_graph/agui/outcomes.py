@@ -11,6 +11,7 @@ from supervisor_graph.declaration.errors import (
     MissingAPIKeyError,
     NothingPendingError,
     PendingApprovalError,
+    RemoteNotResumableError,
     ThreadBusyError,
 )
 
@@ -31,6 +32,8 @@ def client_error(exc: BaseException, resuming: bool) -> tuple[str, str]:
     """A code and a message safe to show a client (no stack trace, no provider text)."""
     if isinstance(exc, (ResumeError, InputError)):
         return exc.code, exc.message
+    if isinstance(exc, RemoteNotResumableError):
+        return exc.code, "This run waits on a remote agent that cannot be resumed; nothing was sent to it."
     if isinstance(exc, ThreadBusyError):
         return "THREAD_BUSY", "Another run is in progress on this thread; try again when it has finished."
     if isinstance(exc, PendingApprovalError):

@@ -4,7 +4,9 @@ chunks a local run produces, and the bridge's translator turns them into AG-UI e
 
 The remote thread's metadata holds the resource (user) that owns it, as a local thread's
 checkpoints do; interrupts on the remote thread are the run's AG-UI interrupts, answered
-with `RunAgentInput.resume` (a `Command(resume=...)` on the remote thread).
+with `RunAgentInput.resume` (a `Command(resume=...)` on the remote thread). A
+`RemoteAgent(resumable=False)` refuses every resume with `RUN_ERROR` code
+`REMOTE_NOT_RESUMABLE` before any request reaches its server.
 
 `RemoteBridge.events` is such a run from its `RunAgentInput` to its terminal event.
 """
@@ -31,12 +33,13 @@ from langchain_core.messages import BaseMessage, convert_to_messages, message_to
 
 from supervisor_graph.agui.events import Reopen, RunSettings, RunTranslator
 from supervisor_graph.agui.frontend import InputError
-from supervisor_graph.agui.interrupts import Dialect, Pause, plan_resume
+from supervisor_graph.agui.interrupts import Dialect, Pause, ResumeError, plan_resume
 from supervisor_graph.agui.messages import new_messages
 from supervisor_graph.agui.outcomes import client_error
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.declaration.remote import RemoteAgent
 from supervisor_graph.nodes.errors import log_failure
+from supervisor_graph.nodes.remote import RemoteNotResumableError
 from supervisor_graph.nodes.text import text_of_content
 from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage, make_chunk
 from supervisor_graph.run.results import GenerateResult, PendingItem
@@ -108,6 +111,12 @@ class RemoteBridge:
         thread on the server, owned by the resource `resource()` names."""
         try:
             user = await resource()
+            if input.resume and not self.remote.resumable:  # refused before any request reaches the server
+                raise ResumeError(
+                    RemoteNotResumableError.code,
+                    f"The remote agent {self.remote.id!r} cannot be resumed (RemoteAgent(resumable=False)); "
+                    "nothing was sent to it.",
+                )
             thread = self.thread_id(input.thread_id)
             owner = await self.owner(thread)
             if owner is not None and owner != user:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from supervisor_graph.nodes.errors import ModelCallError, SupervisorGraphError
+from supervisor_graph.nodes.remote import RemoteNotResumableError
 
 __all__ = [
     "CLIError",
@@ -12,6 +13,7 @@ __all__ = [
     "ModelCallError",
     "NothingPendingError",
     "PendingApprovalError",
+    "RemoteNotResumableError",
     "SupervisorGraphError",
     "ThreadBusyError",
 ]

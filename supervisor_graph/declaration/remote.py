@@ -89,7 +89,13 @@ class RemoteAgent(RemoteSubagent):
         timeout: seconds an HTTP request may take (a streamed run counts as one);
             `connect_timeout`: seconds to connect.
         resumable: the remote keeps its threads (every LangGraph API server does), so its
-            interrupts can be answered; `False` for a server that cannot resume.
+            interrupts can be answered; `False` for a server that cannot resume: as a
+            subagent, an interrupt of its remote run fails the delegation (the parent
+            does not pause on it), and served with `AGUIAgent` its capabilities report no
+            interrupts; answering one of its pauses (a resume over AG-UI, or
+            `approve_tool_call` / `resume_generate` on a pause stored before the
+            declaration changed) is refused with `RemoteNotResumableError` (AG-UI code
+            `REMOTE_NOT_RESUMABLE`) before anything is sent to the server.
     """
 
     served_by: ClassVar[str] = "a LangGraph API server"
@@ -109,4 +115,5 @@ class RemoteAgent(RemoteSubagent):
             headers=tuple(sorted((self.headers or {}).items())),
             timeout=self.timeout,
             connect_timeout=self.connect_timeout,
+            resumable=self.resumable,
         )

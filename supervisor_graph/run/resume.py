@@ -16,7 +16,9 @@ from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
 from supervisor_graph.declaration.errors import NothingPendingError
+from supervisor_graph.declaration.remote import RemoteAgent
 from supervisor_graph.nodes.options import MemoryOptions
+from supervisor_graph.nodes.remote import RemoteNotResumableError
 from supervisor_graph.nodes.tools import approval_answer, is_cancel
 from supervisor_graph.run.call import Run, host_background
 from supervisor_graph.run.chunks import Usage
@@ -119,6 +121,12 @@ async def pending_interrupts(agent: Agent, *, run_id: str | None = None, memory:
 def _check(agent: Agent, item: Interrupt, value: Any) -> Any:
     payload = item.value if isinstance(item.value, Mapping) else {}
     kind = payload.get("kind")
+    owner = agent.agents_along(payload.get("agent_path") or [agent.id])[-1]
+    if isinstance(owner, RemoteAgent) and not owner.resumable:  # checked before anything reaches its server
+        raise RemoteNotResumableError(
+            f"{payload.get('tool_name')!r} waits in the remote subagent {owner.id!r}, declared "
+            "RemoteAgent(resumable=False): its server cannot resume it, so nothing was sent"
+        )
     if kind == "approval":
         answer = approval_answer(value)
         if not isinstance(answer, bool):

@@ -191,3 +191,114 @@ async def test_agui_remote_interrupt_then_resume(server: str) -> None:
     )
     assert wire(resumed)[-1]["outcome"] == {"type": "success"}
     assert "".join(e["delta"] for e in of_type(resumed, "TEXT_MESSAGE_CONTENT")) == "transfer done"
+
+
+# -- RemoteAgent(resumable=False): nothing answers its interrupts -----------------------
+
+
+class CountingProxy:
+    """A reverse proxy in front of the server that counts the requests it forwards (what
+    the remote server receives from the code under test)."""
+
+    def __init__(self, upstream: str) -> None:
+        from tests.agui.conftest import ThreadServer
+
+        self.requests: list[tuple[str, str]] = []
+        self.upstream = upstream
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:  # a function: uvicorn takes it for ASGI 3
+            await self.forward(scope, receive, send)
+
+        self.server = ThreadServer(app)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    async def forward(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        import httpx
+
+        assert scope["type"] == "http"
+        self.requests.append((scope["method"], scope["path"]))
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in (b"host", b"content-length")]
+        target = self.upstream + scope["path"] + (f"?{scope['query_string'].decode()}" if scope["query_string"] else "")
+        async with httpx.AsyncClient(timeout=60) as client:
+            async with client.stream(scope["method"], target, headers=headers, content=body) as response:
+                kept = [(k.encode(), v.encode()) for k, v in response.headers.items() if k.lower() not in ("content-length", "transfer-encoding")]
+                await send({"type": "http.response.start", "status": response.status_code, "headers": kept})
+                async for chunk in response.aiter_raw():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def __enter__(self) -> CountingProxy:
+        self.server.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.__exit__(*exc)
+
+
+async def test_agui_refuses_to_resume_a_remote_that_cannot_resume(server: str) -> None:
+    """Seed 003: a handle that cannot resume reports an error to a resume; here
+    `REMOTE_NOT_RESUMABLE`, and no request reaches the server."""
+    from supervisor_graph.agui import AGUIAgent
+    from supervisor_graph.agui.remote import RemoteBridge
+    from tests.agui.conftest import collect, interrupts, make_input, wire
+
+    with CountingProxy(server) as proxy:
+        remote = RemoteAgent(url=proxy.url, graph_id="approver", description="Transfers.", resumable=False)
+        bridge = AGUIAgent(remote, resource_id="u1", compat="mastra")
+        [pending] = interrupts(await collect(bridge, make_input("agui-remote-fixed", "send 7")))
+        before = len(proxy.requests)
+        assert before > 0  # the proxy is in the way
+        resumed = await collect(
+            bridge,
+            make_input("agui-remote-fixed", None, resume=[{"interrupt_id": pending["id"], "status": "resolved", "payload": {"approved": True}}]),
+        )
+        assert [e["type"] for e in wire(resumed)] == ["RUN_STARTED", "RUN_ERROR"]
+        assert wire(resumed)[-1]["code"] == "REMOTE_NOT_RESUMABLE" and "cannot be resumed" in wire(resumed)[-1]["message"]
+        assert len(proxy.requests) == before
+    # the remote thread still waits where it stopped
+    thread = RemoteBridge.thread_id("agui-remote-fixed")
+    assert (await get_client(url=server).threads.get(thread))["status"] == "interrupted"
+    assert len(await get_client(url=server).runs.list(thread)) == 1
+
+
+async def test_a_subagent_that_cannot_resume_fails_its_delegation_on_an_interrupt(server: str) -> None:
+    remote = RemoteAgent(url=server, graph_id="approver", description="Transfers money.", resumable=False)
+    parent, model = boss(remote, memory=Memory(":memory:"))
+    result = await parent.generate("go", memory={"thread": "r-fixed-1"})
+    assert result.finish_reason == "stop" and not result.suspended  # no pause nobody could answer
+    [delegation] = result.delegations
+    assert not delegation.success and delegation.error == "RemoteNotResumableError"
+    assert "[Delegation Failed] approver" in str(model.calls[1][-1].content)
+
+
+async def test_a_pause_stored_before_a_remote_became_unresumable_is_refused(server: str) -> None:
+    """The same thread, served again with `resumable=False`: the facade and AG-UI refuse to
+    answer its pause, and nothing is sent to the remote server."""
+    from supervisor_graph.agui import AGUIAgent
+    from supervisor_graph.declaration.errors import RemoteNotResumableError
+    from tests.agui.conftest import collect, interrupts, make_input, wire
+
+    memory = Memory(":memory:")
+    with CountingProxy(server) as proxy:
+        before_change, _ = boss(RemoteAgent(url=proxy.url, graph_id="approver", description="Transfers."), memory=memory)
+        [pending] = interrupts(await collect(AGUIAgent(before_change, resource_id="u1"), make_input("r-fixed-2", "go")))
+        sent = len(proxy.requests)
+        after_change, _ = boss(RemoteAgent(url=proxy.url, graph_id="approver", description="Transfers.", resumable=False), memory=memory)
+        entry = {"interrupt_id": pending["id"], "status": "resolved", "payload": {"approved": True}}
+        refused = await collect(AGUIAgent(after_change, resource_id="u1"), make_input("r-fixed-2", None, resume=[entry]))
+        assert wire(refused)[-1]["type"] == "RUN_ERROR" and wire(refused)[-1]["code"] == "REMOTE_NOT_RESUMABLE"
+        with pytest.raises(RemoteNotResumableError, match="resumable=False"):
+            await after_change.approve_tool_call(tool_call_id="remote-call-1", memory={"thread": "r-fixed-2", "resource": "u1"})
+        assert len(proxy.requests) == sent
+        # still pending, and answerable once the declaration allows it again
+        done = await before_change.approve_tool_call(tool_call_id="remote-call-1", memory={"thread": "r-fixed-2", "resource": "u1"})
+        assert done.text == "boss: transfer done" and len(proxy.requests) > sent
