@@ -41,6 +41,7 @@ from supervisor_graph.declaration.remote import RemoteAgent
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.context import AbortController
 from supervisor_graph.nodes.errors import log_failure
+from supervisor_graph.nodes.structured_output import output_schema_of
 from supervisor_graph.run.facade import AgentStream
 from supervisor_graph.run.resume import pending_interrupts, resume
 
@@ -304,6 +305,7 @@ class AGUIAgent:
                 raise InputError("INVALID_THREAD_ID", f"Runs go to a top-level thread, not to {NS_JOIN!r} threads of one.")
             agent, frontend = self._tools.agent_for(input.tools)
             memory = {"thread": input.thread_id, "resource": resource}
+            props = input.forwarded_props if isinstance(input.forwarded_props, dict) else {}
             options: dict[str, Any] = {
                 "memory": memory,
                 "abort_signal": controller.signal,
@@ -315,6 +317,11 @@ class AGUIAgent:
                     }
                 },
             }
+            if props.get("output_schema") is not None:  # a typed answer for this run (SPEC §28)
+                try:
+                    options["output_schema"] = output_schema_of(props["output_schema"], "forwardedProps.output_schema")
+                except ValueError as exc:
+                    raise InputError("INVALID_OUTPUT_SCHEMA", str(exc)) from None
             pending = [Pause.of_value(i.id, i.value) for i in await pending_interrupts(agent, memory=memory)]
             state_view: dict[str, Any] | None = None
             if self._state is not None:
@@ -351,7 +358,6 @@ class AGUIAgent:
                     )
                     return
                 background = agent.has_background_subagents
-                props = input.forwarded_props if isinstance(input.forwarded_props, dict) else {}
                 if background and props.get("until_idle", self.until_idle) is not False:
                     stream = await agent.stream_until_idle(fresh, **options)
                 else:

@@ -46,6 +46,7 @@ from supervisor_graph.agui.usage import UsageMeter
 from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL
 from supervisor_graph.run.chunks import StreamChunk
 from supervisor_graph.run.facade import GenerateResult
+from supervisor_graph.run.partial import json_value
 
 __all__ = ["Reopen", "RunSettings", "RunTranslator"]
 
@@ -411,6 +412,10 @@ class RunTranslator:
         for key in sorted(self.started - self.resulted - set(self.frontend)):
             events += self._result(key, NO_RESULT)
         pending = [self._call_id(k) for k in self.frontend if k not in self.resulted]
+        if result.error is not None:  # an answer that never matched the output schema (SPEC §28)
+            return [*events, *self.fail("STRUCTURED_OUTPUT_INVALID", str(result.error))]
+        if result.object is not None:  # the typed answer, beside any state (SPEC §28)
+            done["result"] = json_value(result.object)
         outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=pending or None)
         return [*events, RunFinishedEvent(outcome=outcome, usage=usage, metadata=self._metadata(result.finish_reason), **done)]
 

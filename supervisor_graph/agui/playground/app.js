@@ -368,6 +368,11 @@ function onEvent(event) {
       } else {
         setStatus(outcome.type === "cancelled" ? "cancelled" : "done");
       }
+      if (event.result !== undefined && event.result !== null) {
+        // a typed answer (SPEC §28): the object, formatted
+        const item = addMessage("object", "");
+        item.append(el("pre", { "data-testid": "answer-object" }, JSON.stringify(event.result, null, 2)));
+      }
       break;
     }
     case "RUN_ERROR":
