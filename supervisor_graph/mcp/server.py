@@ -74,6 +74,28 @@ def _result(text: str, **structured: Any) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structuredContent=structured)
 
 
+def result_schema(answer: dict[str, Any]) -> dict[str, Any]:
+    """The tool's `outputSchema` when the agent has an output schema: the structured
+    content every result has (status, thread), with the answer's object under `object`
+    (its `$defs` lifted to the top, where its references point)."""
+    answer = dict(answer)
+    defs = answer.pop("$defs", None)
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["answered", "paused"]},
+            "thread_id": {"type": "string"},
+            "answer": {"type": "string", "description": "The object as JSON text."},
+            "object": answer,
+            "waiting": {"type": "array", "items": {"type": "object"}},
+        },
+        "required": ["status", "thread_id"],
+    }
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
 def _waiting(interrupt: Interrupt) -> dict[str, Any]:
     # the bridge's metadata: {"<dialect key>": {"tool_name": ..., "args": ...}}
     outer = interrupt.metadata if isinstance(interrupt.metadata, dict) else {}
@@ -167,6 +189,18 @@ class _Handler:
         await self.server.session_manager.handle_request(scope, receive, send)
 
 
+def _declare_output_schema(server: FastMCP, name: str, schema: dict[str, Any]) -> None:
+    """`tools/list` says the shape of the tool's structured content (the agent answers
+    typed objects, SPEC §28). Declared on the listing only: the tool returns a whole
+    `CallToolResult`, which FastMCP would otherwise try to build from an output model."""
+
+    async def list_tools() -> list[Any]:
+        tools = await FastMCP.list_tools(server)
+        return [t.model_copy(update={"outputSchema": schema}) if t.name == name else t for t in tools]
+
+    server._mcp_server.list_tools()(list_tools)
+
+
 def _declare_only_what_is_served(server: FastMCP) -> None:
     """Take FastMCP's resource and prompt handlers off (the server has neither: the
     lowlevel server declares a capability for each handler it holds) and answer
@@ -257,6 +291,9 @@ def add_mcp_endpoint(
                 elif isinstance(event, RunErrorEvent):
                     return _error(event.code or "AGENT_ERROR", event.message)
                 elif isinstance(event, RunFinishedEvent):
+                    if event.result is not None:  # a typed answer (SPEC §28)
+                        answer = json.dumps(event.result, ensure_ascii=False)
+                        return _result(answer, status="answered", thread_id=thread, answer=answer, object=event.result)
                     outcome = event.outcome
                     if outcome is not None and outcome.type == "interrupt":
                         waiting = [_waiting(i) for i in getattr(outcome, "interrupts", [])]
@@ -266,6 +303,7 @@ def add_mcp_endpoint(
         answer = "".join(texts[list(texts)[-1]]) if texts else ""
         return _result(answer, status="answered", thread_id=thread, answer=answer)
 
+    declared = getattr(bridge.agent, "output_schema", None)
     server.add_tool(
         ask,
         name=tool_name(agent_id),
@@ -274,6 +312,8 @@ def add_mcp_endpoint(
             "conversation (the result's structured content names the thread of a call without one)."
         ),
     )
+    if declared is not None:
+        _declare_output_schema(server, tool_name(agent_id), result_schema(declared.json_schema))
     _declare_only_what_is_served(server)
     server.streamable_http_app()  # creates the session manager; its own Starlette app is not used
     app.router.routes.append(Route(path, endpoint=_Handler(server), methods=["GET", "POST", "DELETE"]))
