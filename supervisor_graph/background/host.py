@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,11 +24,12 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.types import Command
 
+from supervisor_graph.background.control import TaskControl, cancelled, drop_requests, take_requests, watch
 from supervisor_graph.background.runner import runner
 from supervisor_graph.checkpointers.urls import Storage
 from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.declaration.remote import RemoteSubagent
-from supervisor_graph.memory.background_records import BACKGROUND_NAMESPACE, requests_namespace
+from supervisor_graph.memory.background_records import BACKGROUND_NAMESPACE
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.nodes.background import (
     FINAL_STATUSES,
@@ -64,16 +63,13 @@ def background_thread_id(parent_thread: str, task_id: str, attempt: int) -> str:
 
 
 ANSWER_WAIT = 600.0
-# how often a running task reads the control requests stored for it (SPEC §12: another
-# process's cancel or update is acted on within 2 seconds)
-REQUEST_POLL = 0.5
 
 
 # -- one run's launcher --------------------------------------------------------------
 
 
 @dataclass
-class RunBackground:
+class RunBackground(TaskControl):
     """Hosts the background delegations of runs on one parent thread."""
 
     agent: Agent
@@ -161,7 +157,7 @@ class RunBackground:
             if record["status"] not in FINAL_STATUSES:
                 await self._tries(launch, record, resume)
             if record["status"] in FINAL_STATUSES:
-                await self._drop_requests(launch.task_id)
+                await drop_requests(self.storage.store, launch.task_id)
         except Exception as exc:  # noqa: BLE001 - a broken task is a failed task, never a silent one
             log.warning("background task %s could not run: %s", launch.task_id, type(exc).__name__, exc_info=exc)
         finally:
@@ -170,53 +166,13 @@ class RunBackground:
             runner.notify(self.thread_id)
             self.answer_outcomes()
 
-    # -- control requests (stored, so any process sharing the memory may send them) ------
-
-    async def request(self, task_id: str, kind: str, instructions: str | None = None) -> None:
-        """Store a cancel or update request for `task_id` and wake the task if it runs here."""
-        value = {"task_id": task_id, "thread_id": self.thread_id, "kind": kind, "instructions": instructions, "at": time.time()}
-        await self.storage.store.aput(requests_namespace(task_id), uuid.uuid4().hex, value, index=False)
-        runner.wake(task_id)
-
-    async def _requests(self, task_id: str) -> list[tuple[str, dict[str, Any]]]:
-        items = await self.storage.store.asearch(requests_namespace(task_id), limit=1_000)
-        found = [(item.key, dict(item.value)) for item in items]
-        return sorted(found, key=lambda pair: (pair[1].get("at") or 0, pair[0]))
-
-    async def _take_requests(self, task_id: str) -> list[dict[str, Any]]:
-        """The requests stored for `task_id`, oldest first, removed from the store."""
-        found = await self._requests(task_id)
-        for key, _ in found:
-            await self.storage.store.adelete(requests_namespace(task_id), key)
-        return [value for _, value in found]
-
-    async def _drop_requests(self, task_id: str) -> None:
-        for key, _ in await self._requests(task_id):
-            await self.storage.store.adelete(requests_namespace(task_id), key)
-
-    async def _watch(self, task_id: str) -> None:
-        """Returns once a request is stored for `task_id`: woken in-process at once, else
-        found by reading the store every `REQUEST_POLL` seconds."""
-        wakeup = runner.wakeup(task_id)
-        while True:
-            wakeup.clear()
-            try:
-                if await self._requests(task_id):
-                    return
-            except Exception as exc:  # noqa: BLE001 - a failed read is retried at the next poll
-                log.debug("reading the requests of background task %s failed: %s", task_id, type(exc).__name__)
-            try:
-                await asyncio.wait_for(wakeup.wait(), REQUEST_POLL)
-            except TimeoutError:
-                pass
-
     async def _apply_requests(self, launch: BackgroundLaunch, record: dict[str, Any]) -> BackgroundLaunch | None:
         """Act on the requests stored for the task: None when one cancelled it (its record
         saved as `cancelled`), else the launch its next try runs (with any new
         instructions after its prompt, kept in the record for a re-run)."""
-        requests = await self._take_requests(launch.task_id)
+        requests = await take_requests(self.storage.store, launch.task_id)
         if any(r.get("kind") == "cancel" for r in requests):
-            self._cancelled(record, launch.agent_id)
+            cancelled(record, launch.agent_id)
             await self.save(record)
             return None
         for request in requests:
@@ -224,78 +180,6 @@ class RunBackground:
                 launch = replace(launch, prompt=f"{launch.prompt}\n\nUpdated instructions: {request['instructions']}")
                 record["prompt"] = launch.prompt
         return launch
-
-    @staticmethod
-    def _cancelled(record: dict[str, Any], agent_id: str) -> None:
-        record["status"], record["waiting"] = "cancelled", []
-        record["result_text"] = f"The subagent {agent_id!r} was cancelled by the supervisor."
-
-    # -- the control plane (nodes/background_control.py) -----------------------------
-
-    async def task_records(self) -> list[dict[str, Any]]:
-        return sorted(await self.records(), key=lambda r: str(r.get("task_id")))
-
-    async def _open_record(self, task_id: str, verb: str) -> dict[str, Any] | str:
-        from supervisor_graph.nodes.background_control import ControlError
-
-        record = await self.load(task_id)
-        if record is None or record.get("thread_id") != self.thread_id:
-            raise ControlError(f"there is no background task {task_id!r} in this conversation")
-        if record["status"] in FINAL_STATUSES:
-            return f"Task {task_id} has already ended ({record['status']}); there is nothing to {verb}."
-        return record
-
-    async def cancel_task(self, task_id: str) -> str:
-        record = await self._open_record(task_id, "cancel")
-        if isinstance(record, str):
-            return record
-        await self.request(task_id, "cancel")
-        if runner.live(task_id):
-            return f"Cancel request for task {task_id} recorded; it is being cancelled and you will be notified when it has stopped."
-        if await self._cancel_idle(task_id):
-            return f"Task {task_id} is cancelled (it was not running: waiting for an approval, or its process had stopped)."
-        return (
-            f"Cancel request for task {task_id} recorded; the process running it stops it within 2 seconds, "
-            "and you will be notified when it has stopped."
-        )
-
-    async def _cancel_idle(self, task_id: str) -> bool:
-        """Cancel a task that no process runs (paused on approvals, or its process died):
-        False when one does (its lease is held), which then acts on the stored request."""
-        lease = ThreadLease(self.storage.leases, f"bg:{task_id}")
-        try:
-            await lease.acquire()
-        except ThreadBusyError:
-            return False
-        try:
-            record = await self.load(task_id)
-            if record is None or record["status"] in FINAL_STATUSES:
-                return record is not None
-            self._cancelled(record, record.get("agent_id", ""))
-            await self.save(record)
-            await self._drop_requests(task_id)
-        finally:
-            await lease.release()
-        runner.notify(self.thread_id)
-        self.answer_outcomes()
-        return True
-
-    async def update_task(self, task_id: str, instructions: str) -> str:
-        record = await self._open_record(task_id, "update")
-        if isinstance(record, str):
-            return record
-        await self.request(task_id, "update", instructions)
-        if runner.live(task_id):
-            return f"Update for task {task_id} recorded: it goes on with the new instructions (its next try starts with them)."
-        if record.get("waiting"):
-            return (
-                f"Update for task {task_id} recorded: it waits for an approval; once that is answered, its next try "
-                "starts with the new instructions."
-            )
-        return (
-            f"Update for task {task_id} recorded: the process running it starts its next try with the new "
-            "instructions within 2 seconds."
-        )
 
     def answer_outcomes(self) -> None:
         """Have the supervisor answer the thread's untold outcomes without waiting for a
@@ -400,7 +284,7 @@ class RunBackground:
         timeout = settings.timeout_ms / 1000 if settings.timeout_ms else None
         try:
             work = asyncio.ensure_future(run())
-            control = asyncio.ensure_future(self._watch(launch.task_id))  # cancel / update requests
+            control = asyncio.ensure_future(watch(self.storage.store, launch.task_id))  # cancel / update requests
             waiters = {work, control}
             stop = asyncio.ensure_future(signal.wait()) if signal is not None else None
             if stop is not None:

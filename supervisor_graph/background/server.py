@@ -19,6 +19,18 @@ more than one run at a time: `langgraph dev` does only with `--n-jobs-per-worker
 The control tools (`ServerTasks`) act on a task through its thread: its state
 (`interrupted` = waiting for an answer there), cancelling its runs, a new run for an
 update. An approval inside a task waits on the task's thread, resumed there.
+
+The rules of the process host (SPEC §12) hold here as follows. Record before answer: the
+task's thread and run exist before `start` returns, and the launching tool's result
+carries the task's record into the parent's state in the same update, so the control
+tools of the supervisor's next step find it. Cancel and update from any process: they
+go through the server's API (`runs.cancel`, `runs.create`), which every worker of the
+deployment serves and whose queue stops or starts the task's run wherever it runs, so
+no request needs storing in a memory (the server owns the storage; this module has no
+store of its own to write to). Not done here: `on_delegation_complete` per try with its
+feedback and `bail()` reaching the parent thread. A task's run gets the server's
+options (a hook passed to one `generate` call never reaches the server), and the report
+to the parent is a new run whose input has no channel for them yet.
 """
 
 from __future__ import annotations
