@@ -59,6 +59,7 @@ from supervisor_graph.nodes.delegation import (
 from supervisor_graph.nodes.iteration import IterationContext, IterationResult
 from supervisor_graph.nodes.options import DelegationOptions, MemoryOptions, RunContext, RunOptions
 from supervisor_graph.nodes.state import SupervisorState
+from supervisor_graph.nodes.structured_output import StructuredOutputError
 from supervisor_graph.nodes.versions import VERSIONS_KEY, VersionSelection
 from supervisor_graph.nodes.working_memory import WorkingMemory, WorkingMemoryError
 from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage
@@ -86,6 +87,7 @@ __all__ = [
     "DelegationStartResult",
     "FinishChunk",
     "GenerateResult",
+    "StructuredOutputError",
     "IterationContext",
     "IterationResult",
     "Memory",

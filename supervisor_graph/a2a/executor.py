@@ -225,6 +225,14 @@ class SupervisorExecutor(AgentExecutor):
         elif end is None:
             code, text = client_error(RuntimeError("the run ended without a result"), False)
             await updater.failed(_message(task_id, context_id, text, {"code": code}))
+        elif isinstance(end, RunFinishedEvent) and end.result is not None:
+            # a typed answer (SPEC §28): a data part beside the text, in the answer
+            # artifact and in the completing message
+            value = end.result if isinstance(end.result, dict) else {"value": end.result}
+            await updater.add_artifact(
+                [new_data_part(value)], artifact_id=f"{task_id}-answer", name="answer", append=bool(answer)
+            )
+            await updater.complete(_message(task_id, context_id, answer, value))
         else:
             await updater.complete(_message(task_id, context_id, answer))
 

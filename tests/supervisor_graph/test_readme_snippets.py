@@ -54,6 +54,10 @@ EXPECT = {
     "what-a-subagent-sees-and-what-its-supervisor-sees-of-it-1": "True True True",
     "budgets-1": "[Budget exceeded] tokens\nstop 90",
     "compaction-1": "turn 10: 2095 -> 721 tokens\nturn 16: 2113 -> 721 tokens",
+    "a-supervisor-that-answers-an-object-1": "Report ['adaptive tutors', 'faster marking']",
+    "subagents-with-a-schema-1": "[{'facts': ['water boils at 100 C']}] Water boils at 100 C.",
+    "streaming-partial-objects-1": "city='Oslo' forecast='light snow all day'",
+    "the-compiled-graph-servers-and-protocols-1": "{'count': 3}",
 }
 
 _MARKER = re.compile(r"<!--\s*(file|not run):\s*(.*?)\s*-->")
