@@ -26,7 +26,7 @@ from supervisor_graph.declaration.agent_rules import (
 )
 from supervisor_graph.declaration.models import parse_model_string
 from supervisor_graph.declaration.remote import RemoteAgent, RemoteSubagent
-from supervisor_graph.declaration.tools import tool_from_callable
+from supervisor_graph.declaration.tools import tools_by_name
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.background import BackgroundSettings, BackgroundTaskConfig
 from supervisor_graph.nodes.budget import Budget
@@ -151,19 +151,7 @@ class Agent(BaseModel):
     @field_validator("tools", mode="before")
     @classmethod
     def _normalise_tools(cls, value: Any) -> dict[str, BaseTool]:
-        if value is None:
-            return {}
-        items = value.items() if isinstance(value, dict) else ((None, t) for t in value)
-        out: dict[str, BaseTool] = {}
-        for key, item in items:
-            tool = item if isinstance(item, BaseTool) else tool_from_callable(key, item)
-            name = key or tool.name
-            if name != tool.name:
-                tool = tool.model_copy(update={"name": name})
-            if name in out:
-                raise ValueError(f"two tools are named {name!r}; tool names must be unique")
-            out[name] = tool
-        return out
+        return tools_by_name(value)
 
     @model_validator(mode="before")
     @classmethod

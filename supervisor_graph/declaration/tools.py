@@ -22,6 +22,7 @@ __all__ = [
     "is_client_tool",
     "requires_approval",
     "suspend",
+    "tools_by_name",
 ]
 
 
@@ -109,3 +110,21 @@ def tool_from_callable(key: str | None, item: Any) -> BaseTool:
         return as_langchain_tool(item) if key is None else as_langchain_tool(key, item)  # type: ignore[call-overload,no-any-return]
     except (ValueError, ValidationError, TypeError) as exc:
         raise ValueError(f"tool {key or getattr(item, '__name__', item)!r} could not become a tool: {exc}") from exc
+
+
+def tools_by_name(value: Any) -> dict[str, BaseTool]:
+    """`Agent(tools=...)` (a dict by name, or a list of tools and callables) as tools by
+    their unique names."""
+    if value is None:
+        return {}
+    items = value.items() if isinstance(value, dict) else ((None, t) for t in value)
+    out: dict[str, BaseTool] = {}
+    for key, item in items:
+        tool = item if isinstance(item, BaseTool) else tool_from_callable(key, item)
+        name = key or tool.name
+        if name != tool.name:
+            tool = tool.model_copy(update={"name": name})
+        if name in out:
+            raise ValueError(f"two tools are named {name!r}; tool names must be unique")
+        out[name] = tool
+    return out

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLIC_NAMES = {
     "A2AAgent", "AbortController", "AbortSignal", "Agent", "AgentDefinition", "AgentStream", "AgentVersion", "Budget",
     "DELEGATION_HOOK_ERRORS", "DelegationCompleteContext", "DelegationCompleteResult", "DelegationOptions",
-    "DelegationResult", "DelegationStartContext", "DelegationStartResult", "FinishChunk", "GenerateResult",
+    "DelegationResult", "DelegationStartContext", "DelegationStartResult", "FinishChunk", "GenerateResult", "StructuredOutputError",
     "IterationContext", "IterationResult", "Memory", "MemoryOptions", "MissingAPIKeyError", "ModelCallError",
     "NothingPendingError", "PendingApprovalError", "PendingItem", "RESOURCE_ID_KEY", "RUN_ID_KEY", "RemoteAgent",
     "RequestContext", "RunContext", "RunOptions", "Score", "ScoringContext", "StreamChunk", "SupervisorGraphError",
