@@ -310,6 +310,10 @@ async def test_a_long_conversation_compacts(cluster: dict) -> None:
     await parity.check_compaction(live(cluster))
 
 
+async def test_output_schemas_declared_and_from_the_runs_context(cluster: dict) -> None:
+    await parity.check_structured_output(live(cluster))
+
+
 async def test_a_version_in_the_servers_store_is_selected_by_the_runs_context(cluster: dict) -> None:
     """Aegra's store API scopes every namespace per user, so the version is written to the
     cluster's Postgres store directly, the store the graphs read."""

@@ -33,6 +33,7 @@ GRAPHS = {
         "background_approval",
         "background_control",
         "compaction",
+        "structured",
     )
 }
 
@@ -194,6 +195,21 @@ async def check_compaction(client: Any) -> None:
     values = (await client.threads.get_state(tid))["values"]
     assert values["compaction"]["summary"] == "summary of the earlier turns", values.get("compaction")
     assert len(values["messages"]) == 24
+
+
+async def check_structured_output(client: Any) -> None:
+    """Output schemas (SPEC §28): a subagent answers its delegation with its object, the
+    supervisor's answer is `structured_response` in the output state, and a run's
+    context may give another schema (a JSON schema) that wins."""
+    tid = await _thread(client)
+    out = await _run(client, tid, "structured", input=_human("go"))
+    worker, recorded = _tool_results(out["messages"])  # the delegation's, then the final answer call's
+    assert recorded == "Answer recorded."
+    assert json.loads(worker) == {"facts": ["f1", "f2"]}, worker
+    assert out["structured_response"] == {"title": "summary", "facts": [worker]}, out.get("structured_response")
+    count = {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}
+    out = await _run(client, tid, "structured", input=_human("count them"), context={"output_schema": count})
+    assert out["structured_response"] == {"count": 2} and out["finish_reason"] == "stop", out
 
 
 async def check_versions(client: Any, put: Callable[[tuple[str, ...], str, dict[str, Any]], Awaitable[None]]) -> None:

@@ -365,6 +365,31 @@ compaction_agent = Agent(
 )
 
 
+# -- structured output (SPEC §28): the worker answers a typed object; the supervisor
+#    answers its declared schema, or the one the run's context gives ---------------------
+
+
+class Summary(BaseModel):
+    title: str
+    facts: list[str]
+
+
+def _structured(messages: list[Any]) -> Any:
+    last = messages[-1]
+    if not isinstance(last, ToolMessage):
+        return delegate("worker", "facts")
+    if "count" in _asked(messages):
+        return tool_call("final_answer", {"count": 2})
+    return tool_call("final_answer", {"title": "summary", "facts": [str(last.content)]})
+
+
+structured_agent = _boss(
+    _structured,
+    agents={"worker": _worker(lambda m: tool_call("final_answer", {"facts": ["f1", "f2"]}), output_schema=Summary.model_json_schema() | {"required": ["facts"]})},
+    output_schema=Summary,
+)
+
+
 # -- the graphs the servers serve as `parity_<name>` ------------------------------------
 #
 # A server loads this module once per graph id it serves (ten times), each time as a new
@@ -400,6 +425,7 @@ _graphs = _compiled_once(
         "background_approval": background_approval_agent,
         "background_control": background_control_agent,
         "compaction": compaction_agent,
+        "structured": structured_agent,
     }
 )
 hooks = _graphs["hooks"]
@@ -415,3 +441,4 @@ background_slow = _graphs["background_slow"]
 background_approval = _graphs["background_approval"]
 background_control = _graphs["background_control"]
 compaction = _graphs["compaction"]
+structured = _graphs["structured"]

@@ -219,6 +219,10 @@ async def test_a_long_conversation_compacts(server: str) -> None:
     await parity.check_compaction(get_client(url=server))
 
 
+async def test_output_schemas_declared_and_from_the_runs_context(server: str) -> None:
+    await parity.check_structured_output(get_client(url=server))
+
+
 async def test_a_version_in_the_servers_store_is_selected_by_the_runs_context(server: str) -> None:
     client = get_client(url=server)
 
