@@ -147,13 +147,14 @@ def started_text(task_id: str, tool_name: str) -> str:
     )
 
 
-def notice(task_id: str, agent_key: str, status: str, text: str) -> HumanMessage:
-    """The message that brings a finished task's outcome into the parent's thread."""
+def notice(task_id: str, agent_key: str, status: str, text: str, value: Any = None) -> HumanMessage:
+    """The message that brings a finished task's outcome into the parent's thread (with
+    the subagent's typed answer, `value`, when it has an output schema)."""
     word = {"timed_out": "timed out"}.get(status, status)
-    return HumanMessage(
-        content=f"[Background task {task_id} {word}]\n{text}",
-        additional_kwargs={BACKGROUND_KWARG: {"task_id": task_id, "agent_key": agent_key, "status": status}},
-    )
+    about: dict[str, Any] = {"task_id": task_id, "agent_key": agent_key, "status": status}
+    if value is not None:
+        about["object"] = value
+    return HumanMessage(content=f"[Background task {task_id} {word}]\n{text}", additional_kwargs={BACKGROUND_KWARG: about})
 
 
 @dataclass(slots=True)

@@ -256,6 +256,9 @@ class RunBackground(TaskControl):
                 continue
             record["status"] = outcome
             record["result_text"] = outcome_text(outcome, delegation, settings.timeout_ms)
+            if outcome == "completed" and delegation.object is not None:
+                record["object"] = delegation.object  # a subagent's typed answer (SPEC §28), as JSON
+
             await self.save(record)
             return
 

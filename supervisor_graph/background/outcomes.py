@@ -45,9 +45,13 @@ async def outcomes(background: RunBackground, state_tasks: dict[str, Any], messa
             record = await _orphan(background, task_id, record, told, messages)
         if record is None or record["status"] not in FINAL_STATUSES:
             continue
-        notices.append(notice(task_id, record["agent_key"], record["status"], record.get("result_text") or ""))
+        notices.append(
+            notice(task_id, record["agent_key"], record["status"], record.get("result_text") or "", record.get("object"))
+        )
         notices.extend(feedback_message(text, "hook") for text in record.get("feedback") or [])
         update[task_id] = {"status": record["status"], "tries": record["tries"], "result_text": record.get("result_text")}
+        if record.get("object") is not None:
+            update[task_id]["object"] = record["object"]
         if record.get("bail"):
             update[task_id]["bail"] = True
     return notices, update

@@ -34,6 +34,8 @@ class BackgroundTask(BaseModel):
     result_text: str | None = None
     waiting: list[dict[str, Any]] = []
     """Approvals (or suspended tools) a running task waits for."""
+    object: Any = None
+    """The subagent's typed answer (JSON) when it has an output schema (SPEC §28)."""
 
 
 def task_view(told: dict[str, Any], record: dict[str, Any] | None) -> BackgroundTask:
@@ -48,4 +50,5 @@ def task_view(told: dict[str, Any], record: dict[str, Any] | None) -> Background
         tries=merged.get("tries", 0),
         result_text=merged.get("result_text"),
         waiting=merged.get("waiting") or [],
+        object=merged.get("object"),
     )

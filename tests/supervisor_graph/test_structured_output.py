@@ -313,3 +313,28 @@ async def test_the_supervisor_is_told_which_fields_a_subagent_got_wrong() -> Non
     tool_result = next(m for m in model.calls[1] if isinstance(m, ToolMessage))
     assert "[Delegation Failed]" in str(tool_result.content) and "did not match the Facts schema" in str(tool_result.content)
     assert "prose" not in str(tool_result.content)
+
+
+async def test_a_background_subagent_carries_its_object_in_its_outcome() -> None:
+    memory = Memory()
+    research = research_agent(tool_call(FINAL_ANSWER_TOOL, {"facts": ["late fact"]}), output_schema=Facts)
+
+    def boss_policy(messages: list[Any]) -> Any:
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and str(last.content).startswith("[Background task"):
+            return "reported"
+        return "started" if isinstance(last, ToolMessage) else delegate("research_agent", "dig")
+
+    boss = Agent(
+        id="boss",
+        model=ScriptedChatModel(policy=boss_policy),
+        agents={"research_agent": research},
+        memory=memory,
+        background_tasks={"tools": {"research_agent": {"enabled": True}}},
+    )
+    await boss.generate_until_idle("go", memory={"thread": "bg-so"})
+    [task] = await memory.list_background_tasks("bg-so")
+    assert task.status == "completed" and task.object == {"facts": ["late fact"]}
+    assert json.loads(task.result_text or "") == {"facts": ["late fact"]}
+    [notice] = [m for m in await memory.get_messages("bg-so") if m.additional_kwargs.get("background_task")]
+    assert notice.additional_kwargs["background_task"]["object"] == {"facts": ["late fact"]}
