@@ -27,7 +27,7 @@ from bench.contenders import Script, build
 from bench.savers import Storage
 from bench.scenarios import run_measured
 
-__all__ = ["ab_cli", "main", "measure"]
+__all__ = ["ab_cli", "main", "measure", "measure_built_arms"]
 
 
 def _patched_out() -> ExitStack:
@@ -58,6 +58,40 @@ async def measure(runs: int, workdir: Path) -> dict[tuple[str, str, int], dict[s
                             samples[arm].append(cpu * 1000)
                 finally:
                     await contender.aclose()
+                out[(name, kind, n)] = {arm: statistics.median(v) for arm, v in samples.items()}
+    return out
+
+
+async def measure_built_arms(
+    runs: int, workdir: Path, without: Callable[[], ExitStack]
+) -> dict[tuple[str, str, int], dict[str, float]]:
+    """An interleaved A/B where arm A is built and run under `without()` (what it patches
+    out shapes the compiled graph too) and arm B as shipped: ours through the facade and
+    the compiled graph, workers with a tool, N=1 and 5, in memory and on sqlite; median
+    CPU ms per run."""
+    out: dict[tuple[str, str, int], dict[str, float]] = {}
+    for kind in ("memory", "sqlite"):
+        for n in (1, 5):
+            for name in ("ours", "ours_graph"):
+                arms: dict[str, Any] = {}
+                for arm in ("A", "B"):
+                    path = workdir / f"ab-{name}-{kind}-{n}-{arm}.db" if kind == "sqlite" else None
+                    with without() if arm == "A" else ExitStack():
+                        arms[arm] = await build(name, n, Storage(kind, path), Script(worker_tool=True, record_calls=False))
+                samples: dict[str, list[float]] = {"A": [], "B": []}
+                try:
+                    for i in range(10):  # A's first run compiles its graph: under the patch too
+                        for arm in ("A", "B"):
+                            with without() if arm == "A" else ExitStack():
+                                await run_measured(arms[arm], "warm up", f"warm-{arm}-{i}")
+                    for i in range(runs):
+                        for arm in ("AB" if i % 2 == 0 else "BA"):
+                            with without() if arm == "A" else ExitStack():
+                                _, cpu = await run_measured(arms[arm], "measured", f"{arm}-{i}")
+                            samples[arm].append(cpu * 1000)
+                finally:
+                    for contender in arms.values():
+                        await contender.aclose()
                 out[(name, kind, n)] = {arm: statistics.median(v) for arm, v in samples.items()}
     return out
 

@@ -13,16 +13,12 @@ A, ... so drift hits both alike; reported: median CPU ms per run.
 
 from __future__ import annotations
 
-import statistics
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from bench.ab_parity import ab_cli
-from bench.contenders import Script, build
-from bench.savers import Storage
-from bench.scenarios import run_measured
+from bench.ab_parity import ab_cli, measure_built_arms
 
 __all__ = ["main", "measure"]
 
@@ -42,31 +38,7 @@ def _without_tracing() -> ExitStack:
 
 
 async def measure(runs: int, workdir: Path) -> dict[tuple[str, str, int], dict[str, float]]:
-    out: dict[tuple[str, str, int], dict[str, float]] = {}
-    for kind in ("memory", "sqlite"):
-        for n in (1, 5):
-            for name in ("ours", "ours_graph"):
-                arms: dict[str, Any] = {}
-                for arm in ("A", "B"):
-                    path = workdir / f"ab-{name}-{kind}-{n}-{arm}.db" if kind == "sqlite" else None
-                    with _without_tracing() if arm == "A" else ExitStack():
-                        arms[arm] = await build(name, n, Storage(kind, path), Script(worker_tool=True, record_calls=False))
-                samples: dict[str, list[float]] = {"A": [], "B": []}
-                try:
-                    for i in range(10):  # A's first run compiles its graph: under the patch too
-                        for arm in ("A", "B"):
-                            with _without_tracing() if arm == "A" else ExitStack():
-                                await run_measured(arms[arm], "warm up", f"warm-{arm}-{i}")
-                    for i in range(runs):
-                        for arm in ("AB" if i % 2 == 0 else "BA"):
-                            with _without_tracing() if arm == "A" else ExitStack():
-                                _, cpu = await run_measured(arms[arm], "measured", f"{arm}-{i}")
-                            samples[arm].append(cpu * 1000)
-                finally:
-                    for contender in arms.values():
-                        await contender.aclose()
-                out[(name, kind, n)] = {arm: statistics.median(v) for arm, v in samples.items()}
-    return out
+    return await measure_built_arms(runs, workdir, _without_tracing)
 
 
 def main(argv: list[str] | None = None) -> int:

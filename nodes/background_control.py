@@ -95,12 +95,18 @@ def _find(records: list[dict[str, Any]], task_id: Any) -> dict[str, Any]:
     raise ControlError(f"there is no background task {task_id!r} in this conversation (tasks: {known})")
 
 
-async def _answer(call: ToolCall, host: BackgroundControl | None, state_records: Mapping[str, Any]) -> str:
+async def _answer(
+    call: ToolCall, host: BackgroundControl | None, state_records: Mapping[str, Any], launching: list[str]
+) -> str:
     args = call.get("args") or {}
     records = await host.task_records() if host is not None else [dict(r, task_id=k) for k, r in state_records.items()]
     name = call["name"]
     if name == LIST:
-        return "\n".join(describe_task(r, full=False) for r in records) or "No background tasks in this conversation."
+        lines = [describe_task(r, full=False) for r in records]
+        # a launch beside this call gets its task id when its own call answers (its record
+        # is stored then): it is named here so the list never leaves it out
+        lines += [f"(starting now) {tool}: its task id is in that call's result" for tool in launching]
+        return "\n".join(lines) or "No background tasks in this conversation."
     task_id = args.get("task_id")
     if not isinstance(task_id, str) or not task_id:
         raise ControlError(f"{name} needs a task_id (a string)")
@@ -118,13 +124,17 @@ async def _answer(call: ToolCall, host: BackgroundControl | None, state_records:
 
 
 async def answer_control_calls(
-    calls: list[ToolCall], host: BackgroundControl | None, state_records: Mapping[str, Any]
+    calls: list[ToolCall],
+    host: BackgroundControl | None,
+    state_records: Mapping[str, Any],
+    launching: list[str] | None = None,
 ) -> list[ToolMessage]:
-    """A result for each control call of a turn, in call order."""
+    """A result for each control call of a turn, in call order (`launching`: the
+    background delegations the same turn starts, by tool name)."""
     out = []
     for call in calls:
         try:
-            text, status = await _answer(call, host, state_records), "success"
+            text, status = await _answer(call, host, state_records, launching or []), "success"
         except ControlError as exc:
             text, status = f"Error: {exc}", "error"
         out.append(ToolMessage(content=text, tool_call_id=call["id"] or "", name=call["name"], status=status))

@@ -294,7 +294,12 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
             if host is None and spec.server_host_for is not None:
                 server = spec.server_host_for(config)  # the server hosts the tasks of this thread
                 host = server.control(handle.thread_id or "", dict(tasks)) if server is not None else None
-            errors.extend(await answer_control_calls(control, host, tasks))
+            launching = [
+                c["name"]
+                for c in response.tool_calls
+                if (key := spec.delegation_tools.get(c["name"])) is not None and spec.background.for_key(key) is not None
+            ]
+            errors.extend(await answer_control_calls(control, host, tasks, launching))
         memory_update: dict[str, Any] = {}
         updates: list[tuple[ToolMessage, Any]] = []
         if spec.working_memory is not None and any(c["name"] == WORKING_MEMORY_TOOL for c in response.tool_calls):

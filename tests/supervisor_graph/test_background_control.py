@@ -264,3 +264,28 @@ async def test_cancel_and_update_from_another_process_are_acted_on_within_two_se
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=10)
+
+
+async def test_a_list_beside_a_launch_names_the_task_being_started() -> None:
+    memory = Memory(":memory:")
+    research = Agent(id="research-agent", description="Researches.", model=ScriptedChatModel(policy=lambda m: "found"))
+    seen: list[str] = []
+
+    def boss(messages: list[Any]) -> Any:
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and str(last.content).startswith("[Background task"):
+            return "noted"
+        if isinstance(last, ToolMessage):
+            seen.extend(str(m.content) for m in messages if isinstance(m, ToolMessage) and m.name == "list_background_tasks")
+            return "waiting"
+        return [delegate("research", "dig"), tool_call("list_background_tasks")]
+
+    agent = Agent(
+        id="boss",
+        model=ScriptedChatModel(policy=boss),
+        agents={"research": research},
+        memory=memory,
+        background_tasks={"tools": {"research": {"enabled": True}}},
+    )
+    await agent.generate_until_idle("go", memory={"thread": "list-beside"})
+    assert seen and "(starting now) agent-research" in seen[0]
