@@ -338,3 +338,24 @@ async def test_a_background_subagent_carries_its_object_in_its_outcome() -> None
     assert json.loads(task.result_text or "") == {"facts": ["late fact"]}
     [notice] = [m for m in await memory.get_messages("bg-so") if m.additional_kwargs.get("background_task")]
     assert notice.additional_kwargs["background_task"]["object"] == {"facts": ["late fact"]}
+
+
+async def test_the_resume_calls_take_the_schema_too() -> None:
+    from supervisor_graph import create_tool
+
+    paid: list[int] = []
+
+    class Amount(BaseModel):
+        amount: int
+
+    pay = create_tool(
+        id="pay", description="Pay.", input_schema=Amount, execute=lambda a: paid.append(a.amount) or "paid", require_approval=True
+    )
+    model = ScriptedChatModel(responses=[tool_call("pay", {"amount": 5}), '{"count": 5}'])
+    agent = Agent(id="boss", model=model, tools=[pay], memory=Memory())
+    paused = await agent.generate("pay 5", output_schema=COUNT, memory={"thread": "so-resume"})
+    assert paused.finish_reason == "suspended" and paused.object is None
+    done = await agent.approve_tool_call(
+        tool_call_id=paused.suspended[0].tool_call_id, memory={"thread": "so-resume"}, output_schema=COUNT
+    )
+    assert paid == [5] and done.object == {"count": 5}
