@@ -5,8 +5,10 @@ Each tool call of a turn is its own `Send` task, so a call that pauses (approval
 writes of finished tasks and re-runs only the paused one on resume.
 
 Approval happens *before* any side effect: the node asks with `interrupt()` and runs
-the tool only once the answer is a boolean `approved: True`. An invalid answer is
-asked again with a fresh `interrupt()`, so it never consumes the pending approval.
+the tool only once the answer is a decision it allows (nodes/decisions.py): approve,
+edit (the tool runs with the edited arguments) or reject (it never runs; the model sees
+the reason). An invalid answer is asked again with a fresh `interrupt()`, so it never
+consumes the pending approval.
 """
 
 from __future__ import annotations
@@ -26,6 +28,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from supervisor_graph.nodes.budget import take_tool_call
 from supervisor_graph.nodes.context import using_request_context
+from supervisor_graph.nodes.decisions import (
+    DECLINED_TEXT,
+    DecisionError,
+    Edit,
+    Reject,
+    approval_fields,
+    declined_text,
+    edited_result,
+    parse_decision,
+)
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, error_result, last_turn
@@ -54,7 +66,6 @@ __all__ = [
     "tool_run_key",
 ]
 
-DECLINED_TEXT = "The user declined this tool call; it did not run."
 INTERRUPTED_TOOL_TEXT = "[Interrupted] outcome unknown: the process stopped while this tool was running"
 ABORTED_TOOL_TEXT = "[Aborted] The run was cancelled before this tool call finished."
 
@@ -147,13 +158,12 @@ def pause_payload(kind: str, call: ToolCall | Mapping[str, Any], handle: RunHand
 
 
 def approval_answer(value: Any) -> bool | str:
-    """`True`/`False` from a valid answer, or a message saying what is wrong with it."""
-    if isinstance(value, Mapping) and isinstance(value.get("approved"), bool):
-        return bool(value["approved"])
-    return (
-        'an approval answer must be {"approved": true} or {"approved": false} '
-        f"(a boolean), not {value!r}"
-    )
+    """`True` (approve or edit) / `False` (reject) from a well-formed answer, or a message
+    saying what is wrong with it (the full check is `parse_decision`)."""
+    try:
+        return parse_decision(value).kind != "reject"
+    except DecisionError as exc:
+        return str(exc)
 
 
 def suspend(payload: Any = None) -> Any:
@@ -223,16 +233,22 @@ async def run_tool_call(
     result: ToolMessage | None = None
     bail = False
     answers = 0
+    edited: dict[str, Any] | None = None
     if needs_approval(spec, call, agent_wide_approval):
-        request = pause_payload("approval", call, handle, namespace=graph_ns)
+        request = pause_payload("approval", call, handle, namespace=graph_ns, **approval_fields(tool))
         while True:
-            answer = approval_answer(interrupt(request))
+            value = interrupt(request)
             answers += 1
-            if isinstance(answer, bool):
+            try:
+                decision = parse_decision(value, allowed=request["allowed_decisions"], tool=tool)
                 break
-            request = {**request, "error": answer}
-        if not answer:
-            result = ToolMessage(content=DECLINED_TEXT, tool_call_id=call_id, name=call["name"], status="error")
+            except DecisionError as exc:  # asked again: the approval stays pending and answerable
+                request = {**request, "error": str(exc)}
+        if isinstance(decision, Edit):
+            call = {**call, "args": decision.args}  # type: ignore[typeddict-item]
+            edited = decision.args
+        if isinstance(decision, Reject):
+            result = ToolMessage(content=declined_text(decision.message), tool_call_id=call_id, name=call["name"], status="error")
         elif runtime is not None and runtime.store is not None:
             # consume the approval durably before the side effect: after a crash inside
             # the tool, the call ends as "outcome unknown" instead of running again
@@ -270,6 +286,8 @@ async def run_tool_call(
             _current_call.reset(token)
             answers += current.get("answers", 0)
         result = output if isinstance(output, ToolMessage) else ToolMessage(content=str(output), tool_call_id=call_id, name=call["name"])
+        if edited is not None:
+            result = edited_result(result, edited)
     if emit.active:
         kind = "tool-error" if result.status == "error" else "tool-result"
         emit(kind, {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "result": result.content})

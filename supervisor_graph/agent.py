@@ -32,6 +32,7 @@ from supervisor_graph.nodes.background import BackgroundSettings, BackgroundTask
 from supervisor_graph.nodes.budget import Budget
 from supervisor_graph.nodes.compaction import CompactionSettings
 from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.decisions import decision_payload
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX
 from supervisor_graph.nodes.structured_output import OutputSchema, output_schema_of
@@ -346,6 +347,8 @@ class Agent(BaseModel):
     async def _answer(self, kind: str, value: Any, streaming: bool, target: dict[str, Any]) -> Any:
         key = target.pop("interrupt_id", None) or target.pop("tool_call_id", None)
         target.pop("tool_call_id", None)
+        if kind == "approval":  # an edit's args / a rejection's reason go with the decision (SPEC §29)
+            value = decision_payload(value, target.pop("args", None), target.pop("message", None))
         answers = {key: value} if key else None
         return await resume(self, answers, value=value, streaming=streaming, kind=kind, **target)
 
@@ -356,29 +359,30 @@ class Agent(BaseModel):
         tool_call_id: str | None = None,
         interrupt_id: str | None = None,
         memory: Any = None,
+        args: dict[str, Any] | None = None,
         **options: Any,
     ) -> GenerateResult:
-        """Approve a pending tool call and run on to the end (or the next pause).
-
-        `interrupt_id` stays unambiguous when two subagents' calls share a tool call id.
-        Without `memory`, the run is found by `run_id` among this process's paused runs.
-        `decline_tool_call`, `approve_tool_call_stream` and `decline_tool_call_stream`
-        take the same keywords.
+        """Approve a pending tool call and run on to the end (or the next pause); with
+        `args`, it runs with those (checked against its input schema first; invalid ones
+        raise and it stays pending). `interrupt_id` stays unambiguous when two subagents'
+        calls share a tool call id. Without `memory`, the run is found by `run_id` among
+        this process's paused runs. The decline and stream variants take the same keywords.
         """
         target = {"run_id": run_id, "tool_call_id": tool_call_id, "interrupt_id": interrupt_id, "memory": memory}
-        return await self._answer("approval", {"approved": True}, False, {**target, **options})  # type: ignore[no-any-return]
+        return await self._answer("approval", True, False, {**target, "args": args, **options})  # type: ignore[no-any-return]
 
     async def decline_tool_call(self, **target: Any) -> GenerateResult:
-        """Decline a pending tool call: it never runs and its model is told so."""
-        return await self._answer("approval", {"approved": False}, False, target)  # type: ignore[no-any-return]
+        """Decline a pending tool call: it never runs and its model is told so, with the
+        reason given as `message=`."""
+        return await self._answer("approval", False, False, target)  # type: ignore[no-any-return]
 
     async def approve_tool_call_stream(self, **target: Any) -> AgentStream:
         """`approve_tool_call`, streaming the rest of the run."""
-        return await self._answer("approval", {"approved": True}, True, target)  # type: ignore[no-any-return]
+        return await self._answer("approval", True, True, target)  # type: ignore[no-any-return]
 
     async def decline_tool_call_stream(self, **target: Any) -> AgentStream:
         """`decline_tool_call`, streaming the rest of the run."""
-        return await self._answer("approval", {"approved": False}, True, target)  # type: ignore[no-any-return]
+        return await self._answer("approval", False, True, target)  # type: ignore[no-any-return]
 
     async def resume_generate(
         self,
@@ -403,7 +407,7 @@ class Agent(BaseModel):
         self, answers: dict[str, Any], *, run_id: str | None = None, memory: Any = None, **options: Any
     ) -> GenerateResult:
         """Answer several pending items at once: `{interrupt or tool call id: answer}`
-        (`{"approved": bool}` for approvals, the resume data for suspended tools)."""
+        (a decision for approvals, the resume data for suspended tools)."""
         return await resume(self, answers, run_id=run_id, memory=memory, **options)  # type: ignore[return-value]
 
     async def stream_until_idle(self, prompt: Any, **options: Any) -> AgentStream:

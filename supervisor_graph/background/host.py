@@ -413,6 +413,7 @@ def _pending(item: Any, thread: str, launch: BackgroundLaunch) -> dict[str, Any]
         "agent_path": list(value.get("agent_path") or (launch.agent_id,)),
         "payload": value.get("payload", value),
         "resume_schema": value.get("resume_schema"),
+        **{k: value[k] for k in ("allowed_decisions", "input_schema", "description") if k in value},
         "namespace": f"bg/{launch.task_id}",
         "thread": thread,
     }

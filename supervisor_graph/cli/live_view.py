@@ -84,7 +84,7 @@ class LiveView:
         elif chunk.type in ("tool-result", "tool-error") and not str(p.get("tool_name")).startswith("agent-"):
             if chunk.type == "tool-result":
                 style, word = "green", "returned"
-            elif p.get("result") == DECLINED_TEXT:
+            elif str(p.get("result")).startswith(DECLINED_TEXT):  # with the person's reason, if any
                 style, word = "yellow", "did not run (declined)"
             else:
                 style, word = "red", "failed"

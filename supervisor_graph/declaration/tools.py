@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from supervisor_graph.nodes.background import BackgroundTaskConfig
 from supervisor_graph.nodes.context import current_request_context
+from supervisor_graph.nodes.decisions import ApprovalPolicy
 from supervisor_graph.nodes.tools import ToolCallInfo, current_tool_call, suspend
 
 __all__ = [
@@ -32,7 +33,7 @@ def create_tool(
     description: str,
     input_schema: type[BaseModel],
     execute: Callable[..., Any] | None = None,
-    require_approval: bool = False,
+    require_approval: bool | dict[str, Any] | ApprovalPolicy = False,
     resume_schema: type[BaseModel] | None = None,
     background: BackgroundTaskConfig | dict[str, Any] | bool | None = None,
 ) -> BaseTool:
@@ -49,7 +50,10 @@ def create_tool(
 
     A tool without `execute` is a client tool: the run stops for the caller to answer it.
     Inside `execute`, `suspend(payload)` pauses the run; `resume_schema` validates the
-    data the caller resumes with. `background` (`True` or `{"timeout_ms": ..., "retries":
+    data the caller resumes with. `require_approval=True` pauses each call for a
+    person's decision (approve, edit the arguments, or reject with a reason);
+    `{"allowed_decisions": ["approve", "reject"], "description": "..."}` limits the
+    decisions and says what to show them (SPEC §29). `background` (`True` or `{"timeout_ms": ..., "retries":
     ...}`) marks the tool background-eligible: a subagent holding it runs as a background
     task of its parent with this setting, even when the parent does not list it in
     `background_tasks` (SPEC §12).
@@ -58,7 +62,12 @@ def create_tool(
         raise ValueError("create_tool: id must be a non-empty tool name")
     if not (isinstance(input_schema, type) and issubclass(input_schema, BaseModel)):
         raise TypeError("create_tool: input_schema must be a pydantic model class")
-    metadata: dict[str, Any] = {"require_approval": require_approval, "client_tool": execute is None, "resume_schema": resume_schema}
+    try:
+        policy = ApprovalPolicy.of(require_approval)
+    except ValueError as exc:
+        raise ValueError(f"create_tool {id!r}: {exc}") from None
+    approval: Any = policy.model_dump(mode="json") if policy is not None and require_approval is not True else policy is not None
+    metadata: dict[str, Any] = {"require_approval": approval, "client_tool": execute is None, "resume_schema": resume_schema}
     try:
         setting = BackgroundTaskConfig.of(background)
     except ValidationError as exc:

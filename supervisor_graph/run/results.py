@@ -9,6 +9,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
 from supervisor_graph.declaration.tools import is_client_tool
+from supervisor_graph.nodes.decisions import ALL_DECISIONS
 from supervisor_graph.nodes.delegation import (
     DelegationResult,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "background_pending",
     "build_result",
     "client_tools",
+    "decision_fields",
     "pending_items",
     "run_schema",
 ]
@@ -49,6 +51,13 @@ class PendingItem(BaseModel):
     namespace: str = ""
     """Checkpoint namespace of the graph whose tool paused (`""` for the top-level agent;
     a delegation's namespace otherwise, which tells concurrent delegations apart)."""
+    allowed_decisions: list[str] = Field(default_factory=list)
+    """For an approval, what the person may decide (SPEC §29): `approve`, `edit` (answer
+    `{"approved": true, "args": {...}}`), `reject` (`{"approved": false, "message": ...}`)."""
+    input_schema: dict[str, Any] | None = None
+    """For an approval, the JSON schema of the tool's arguments: what an edit must match."""
+    description: str | None = None
+    """For an approval, the text its tool declared to show the person deciding."""
 
     @property
     def is_interrupt(self) -> bool:
@@ -112,9 +121,22 @@ def pending_items(run: Run, interrupts: Sequence[Any]) -> list[PendingItem]:
                 payload=value.get("payload", value),
                 namespace=value.get("namespace") or "",
                 resume_schema=value.get("resume_schema"),
+                **decision_fields(value),
             )
         )
     return items
+
+
+def decision_fields(value: Any) -> dict[str, Any]:
+    """A pending approval's allowed decisions, input schema and description, from its
+    interrupt value (all three decisions for a pause recorded before they existed)."""
+    if not isinstance(value, dict) or value.get("kind", "approval") != "approval":
+        return {}
+    return {
+        "allowed_decisions": list(value.get("allowed_decisions") or ALL_DECISIONS),
+        "input_schema": value.get("input_schema"),
+        "description": value.get("description"),
+    }
 
 
 def client_tools(agent: Agent) -> set[str]:
@@ -196,6 +218,7 @@ def background_pending(records: Sequence[dict[str, Any]], run_id: str) -> list[P
                     payload=item.get("payload"),
                     resume_schema=item.get("resume_schema"),
                     namespace=item.get("namespace") or "",
+                    **decision_fields(item),
                 )
             )
     return items

@@ -17,9 +17,10 @@ from pydantic import BaseModel, ValidationError
 
 from supervisor_graph.declaration.errors import NothingPendingError
 from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.nodes.decisions import DecisionError, approval_policy, parse_decision
 from supervisor_graph.nodes.options import MemoryOptions
 from supervisor_graph.nodes.remote import RemoteNotResumableError
-from supervisor_graph.nodes.tools import approval_answer, is_cancel
+from supervisor_graph.nodes.tools import is_cancel
 from supervisor_graph.run.call import Run, host_background
 from supervisor_graph.run.chunks import Usage
 from supervisor_graph.run.paused import PausedRun, paused_runs
@@ -127,11 +128,17 @@ def _check(agent: Agent, item: Interrupt, value: Any) -> Any:
             f"{payload.get('tool_name')!r} waits in the remote subagent {owner.id!r}, declared "
             "RemoteAgent(resumable=False): its server cannot resume it, so nothing was sent"
         )
-    if kind == "approval":
-        answer = approval_answer(value)
-        if not isinstance(answer, bool):
-            raise ValueError(f"tool call {payload.get('tool_call_id')!r}: {answer}; the approval is still pending")
-        return {"approved": answer}
+    if kind == "approval":  # the same check the approval node makes, made before anything resumes
+        tools = getattr(owner, "tools", None)
+        tool = tools.get(str(payload.get("tool_name"))) if isinstance(tools, Mapping) else None
+        allowed = payload.get("allowed_decisions") or approval_policy(tool).allowed_decisions
+        try:
+            return parse_decision(value, allowed=allowed, tool=tool).payload()
+        except DecisionError as exc:
+            raise DecisionError(
+                f"tool call {payload.get('tool_call_id')!r} ({payload.get('tool_name')}): {exc}; nothing was run "
+                "and the approval is still pending"
+            ) from None
     if kind == "suspend":
         if is_cancel(value):
             return value
