@@ -3,8 +3,10 @@
 The convention (docs/mcp-and-a2a.md, "A2A"): send a message on the same task (its
 `task_id`; its `context_id` may be left out) holding either
 
-- a data part `{"approved": true}` or `{"approved": false}` (with `"interrupt_id"` to
-  answer one approval of several; without it the answer goes to every waiting one), or
+- a data part holding a decision (SPEC §29): `{"approved": true}`, `{"approved": true,
+  "args": {...}}` (run it with these arguments) or `{"approved": false, "message":
+  "..."}` (reject it; the agent sees the reason), with `"interrupt_id"` to answer one
+  approval of several (without it the answer goes to every waiting one), or
 - the text `approve` (also `approved`, `yes`, `y`, `ok`) or `decline` (also `declined`,
   `deny`, `reject`, `no`, `n`), case and surrounding punctuation ignored.
 
@@ -24,7 +26,11 @@ __all__ = ["APPROVE_WORDS", "DECLINE_WORDS", "describe", "plan_answers", "waitin
 
 APPROVE_WORDS = frozenset({"approve", "approved", "yes", "y", "ok"})
 DECLINE_WORDS = frozenset({"decline", "declined", "deny", "reject", "no", "n"})
-HOW = 'Answer on this task with the text "approve" or "decline", or a data part {"approved": true|false}.'
+HOW = (
+    'Answer on this task with the text "approve" or "decline", or a data part {"approved": true}, '
+    '{"approved": true, "args": {...}} (run it with these arguments) or {"approved": false, "message": "..."} '
+    "(reject it, saying why)."
+)
 
 
 def _meta(interrupt: Interrupt) -> Mapping[str, Any]:
@@ -64,6 +70,11 @@ def waiting_data(interrupts: Sequence[Interrupt]) -> dict[str, Any]:
                 "args": _meta(item).get("args") or {},
                 "message": item.message,
                 "response_schema": item.response_schema,
+                **(
+                    {"allowed_decisions": _meta(item).get("allowed_decisions"), "input_schema": _meta(item).get("input_schema")}
+                    if _is_approval(item)
+                    else {}
+                ),
             }
             for item in interrupts
         ]
@@ -89,13 +100,14 @@ def plan_answers(
         chosen = [d for d in data if isinstance(d, Mapping) and d.get("interrupt_id") in (None, item.id)]
         answer = chosen[-1] if chosen else None
         if _is_approval(item):
-            approved = answer.get("approved") if answer is not None else word
-            if isinstance(approved, bool):
+            if answer is not None and isinstance(answer.get("approved"), bool):
+                # the decision as sent (checked by the bridge, which refuses it whole if wrong)
+                decision = {k: v for k, v in answer.items() if k != "interrupt_id"}
+                entries.append(ResumeEntry(interrupt_id=item.id, status="resolved", payload=decision))
+            elif answer is None and word is not None:
                 entries.append(
                     ResumeEntry(
-                        interrupt_id=item.id,
-                        status="resolved" if approved else "cancelled",
-                        payload={"approved": approved},
+                        interrupt_id=item.id, status="resolved" if word else "cancelled", payload={"approved": word}
                     )
                 )
         elif answer is not None and "resume" in answer:

@@ -12,7 +12,9 @@ events become A2A updates:
 - `RUN_FINISHED` interrupt -> `input-required`, the message naming what waits and how to
   answer (`answers.py`), a data part listing the waiting items;
 - `RUN_FINISHED` cancelled -> `canceled`; `RUN_ERROR` -> `failed` with the message and
-  code (`THREAD_BUSY` when another run holds the context's thread).
+  code (`THREAD_BUSY` when another run holds the context's thread), except an answer
+  refused before anything resumed (a decision the tool does not allow, edited args its
+  input schema refuses): the task stays `input-required`, its message saying why.
 
 `tasks/cancel` aborts the running run (it stops at once and leaves its thread
 consistent); a task waiting in `input-required` is cancelled by declining what waits.
@@ -54,6 +56,8 @@ log = logging.getLogger("supervisor_graph.a2a")
 # seconds `tasks/cancel` waits for an aborted run to report `canceled` itself
 CANCEL_WAIT = 10.0
 
+# answers the bridge refused before resuming anything: the task asks again
+_ASK_AGAIN = frozenset({"INVALID_TOOL_APPROVAL", "MASTRA_INVALID_TOOL_APPROVAL", "INVALID_RESUME_PAYLOAD"})
 _MESSAGES = {
     "THREAD_BUSY": "Another run is in progress on this context (its memory thread); try again when it has finished.",
     "INTERRUPT_PENDING": "An approval is waiting on this context: answer its input-required task first "
@@ -209,6 +213,10 @@ class SupervisorExecutor(AgentExecutor):
         task_id, context_id = updater.task_id, updater.context_id
         if isinstance(end, RunErrorEvent):
             code = end.code or "AGENT_ERROR"
+            waiting = await self._waiting(context) if code in _ASK_AGAIN else []
+            if waiting:  # a refused answer (e.g. edited args of the wrong type): still input-required
+                await self._ask(updater, waiting, f"{end.message} ")
+                return
             text = _MESSAGES.get(code, end.message)
             if code == "INTERRUPT_PENDING":
                 paused = self._paused.get(context_id) or await self._paused_task(updater, context)

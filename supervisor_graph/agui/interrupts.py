@@ -5,27 +5,52 @@ round-trips the id, so a resume lists the thread's pending pauses, computes each
 id the same way and matches. For a tool inside a subagent the run part is the
 delegation's `subagent_run_id`, which keeps ids unique when two subagents reuse a tool
 call id. `Dialect` holds the two shapes: this project's and `compat="mastra"`.
+
+An approval's answer is one of the decisions of nodes/decisions.py (approve, edit,
+reject with a reason), checked there; its interrupt says which ones the tool allows and
+the tool's input schema (this project's dialect: the Mastra shapes stay as they are).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ag_ui.core import Interrupt, ResumeEntry
 
 from supervisor_graph.agui.subagents import subagent_run_id
+from supervisor_graph.nodes.decisions import ALL_DECISIONS, DecisionError, Reject, parse_decision
 from supervisor_graph.nodes.tools import CANCEL_SUSPENDED
 from supervisor_graph.run.facade import PendingItem
 
-__all__ = ["APPROVAL_SCHEMA", "MASTRA", "SUPERVISOR_GRAPH", "Dialect", "Pause", "ResumeError", "plan_resume"]
+__all__ = [
+    "APPROVAL_SCHEMA",
+    "MASTRA",
+    "SUPERVISOR_GRAPH",
+    "Dialect",
+    "Pause",
+    "ResumeError",
+    "approval_schema",
+    "plan_resume",
+]
 
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"approved": {"type": "boolean"}},
     "required": ["approved"],
 }
+
+
+def approval_schema(allowed: tuple[str, ...], input_schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The answers an approval takes: `approved`, with `args` (the tool's input schema)
+    when it may be edited and `message` (the reason) when it may be rejected."""
+    properties: dict[str, Any] = {"approved": {"type": "boolean"}}
+    if "edit" in allowed:
+        properties["args"] = input_schema or {"type": "object"}
+    if "reject" in allowed:
+        properties["message"] = {"type": "string", "description": "Why it was rejected; the model sees it."}
+    return {"type": "object", "properties": properties, "required": ["approved"], "additionalProperties": False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +117,9 @@ class Pause:
     payload: Any = None
     langgraph_id: str = ""
     resume_schema: dict[str, Any] | None = None
+    allowed_decisions: tuple[str, ...] = ALL_DECISIONS
+    input_schema: dict[str, Any] | None = None
+    description: str | None = None
 
     @classmethod
     def of_item(cls, item: PendingItem) -> Pause:
@@ -106,6 +134,9 @@ class Pause:
             payload=item.payload if item.kind == "suspend" else None,
             langgraph_id=item.interrupt_id or "",
             resume_schema=item.resume_schema,
+            allowed_decisions=tuple(item.allowed_decisions) or ALL_DECISIONS,
+            input_schema=item.input_schema,
+            description=item.description,
         )
 
     @classmethod
@@ -122,6 +153,9 @@ class Pause:
             payload=value.get("payload"),
             langgraph_id=langgraph_id,
             resume_schema=value.get("resume_schema"),
+            allowed_decisions=tuple(value.get("allowed_decisions") or ALL_DECISIONS),
+            input_schema=value.get("input_schema"),
+            description=value.get("description"),
         )
 
     @property
@@ -139,17 +173,21 @@ class Pause:
         resume_schema = self.resume_schema or resume_schema
         sub = subagent_run_id(self.run_id, self.namespace) if attributed and self.namespace else None
         if self.kind == "approval":
+            ours = not dialect.camel  # the Mastra dialect keeps the reference bridge's exact shapes
             return Interrupt(
                 id=self.interrupt_id(dialect),
                 reason=dialect.approval_reason,
+                message=self.description if ours else None,
                 tool_call_id=self.tool_call_id,
-                response_schema=APPROVAL_SCHEMA,
+                response_schema=approval_schema(self.allowed_decisions, self.input_schema) if ours else APPROVAL_SCHEMA,
                 metadata=dialect.meta(
                     type=dialect.approval_type,
                     tool_name=self.tool_name,
                     args=self.args,
                     run_id=self.owner_run_id,
-                    agent_path=OMIT if dialect.camel else list(self.agent_path),
+                    agent_path=list(self.agent_path) if ours else OMIT,
+                    allowed_decisions=list(self.allowed_decisions) if ours else OMIT,
+                    input_schema=self.input_schema if ours else OMIT,
                 ),
                 subagent_run_id=sub,
             )
@@ -181,12 +219,20 @@ class ResumeError(Exception):
         self.message = message
 
 
-def _approval(payload: Any) -> bool | None:
-    if payload is True:
-        return True
-    if isinstance(payload, Mapping) and isinstance(payload.get("approved"), bool):
-        return bool(payload["approved"])
-    return None
+def _decision(entry: ResumeEntry, pause: Pause, dialect: Dialect) -> dict[str, Any]:
+    """The approval's answer: `cancelled` rejects (with the payload's `message`, if
+    any); `resolved` takes `true` or one of the decisions the tool allows."""
+    payload = entry.payload
+    if entry.status == "cancelled":
+        message = payload.get("message") if isinstance(payload, Mapping) else None
+        payload = Reject(message=message if isinstance(message, str) else None).payload()
+    try:
+        return parse_decision({"approved": True} if payload is True else payload, allowed=pause.allowed_decisions).payload()
+    except DecisionError as exc:
+        raise ResumeError(
+            dialect.invalid_approval_code,
+            f"Interrupt {entry.interrupt_id!r}: {exc}. Nothing was resumed and the approval is still pending.",
+        ) from None
 
 
 def plan_resume(entries: Sequence[ResumeEntry], pending: Sequence[Pause], dialect: Dialect) -> tuple[dict[str, Any], list[Pause]]:
@@ -195,7 +241,8 @@ def plan_resume(entries: Sequence[ResumeEntry], pending: Sequence[Pause], dialec
 
     Raises:
         ResumeError: an entry names no pending interrupt (`INTERRUPT_NOT_PENDING`), or
-            answers an approval with anything but `true` / `{"approved": bool}`.
+            answers an approval with anything but `true` or a decision it allows (the
+            edited args are checked against the tool's input schema by the resume itself).
     """
     by_id = {pause.interrupt_id(dialect): pause for pause in pending}
     answers: dict[str, Any] = {}
@@ -208,14 +255,9 @@ def plan_resume(entries: Sequence[ResumeEntry], pending: Sequence[Pause], dialec
                 f"Interrupt {entry.interrupt_id!r} is not pending on this thread (it was answered already, or never existed).",
             )
         if pause.kind == "approval":
-            approved = False if entry.status == "cancelled" else _approval(entry.payload)
-            if approved is None:
-                raise ResumeError(
-                    dialect.invalid_approval_code,
-                    f'Interrupt {entry.interrupt_id!r} needs {{"approved": true}} or {{"approved": false}} as its payload; '
-                    "nothing was resumed and the approval is still pending.",
-                )
-            answers[pause.langgraph_id] = {"approved": approved}
+            answers[pause.langgraph_id] = answer = _decision(entry, pause, dialect)
+            if "args" in answer:  # the held-back call is shown with the arguments it runs with
+                pause = replace(pause, args=dict(answer["args"]))
         else:
             answers[pause.langgraph_id] = dict(CANCEL_SUSPENDED) if entry.status == "cancelled" else entry.payload
         chosen.append(pause)

@@ -14,6 +14,7 @@ from supervisor_graph.declaration.errors import (
     RemoteNotResumableError,
     ThreadBusyError,
 )
+from supervisor_graph.nodes.decisions import DecisionError
 
 __all__ = ["RunRecord", "client_error"]
 
@@ -32,6 +33,8 @@ def client_error(exc: BaseException, resuming: bool) -> tuple[str, str]:
     """A code and a message safe to show a client (no stack trace, no provider text)."""
     if isinstance(exc, (ResumeError, InputError)):
         return exc.code, exc.message
+    if isinstance(exc, DecisionError):  # e.g. edited args the tool's input schema refuses: its field errors
+        return "INVALID_TOOL_APPROVAL", f"{exc}."
     if isinstance(exc, RemoteNotResumableError):
         return exc.code, "This run waits on a remote agent that cannot be resumed; nothing was sent to it."
     if isinstance(exc, ThreadBusyError):

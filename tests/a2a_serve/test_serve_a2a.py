@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
-from a2a.helpers.proto_helpers import get_text_parts, new_data_part, new_text_part
+from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -170,6 +170,33 @@ async def test_a_paused_approval_is_input_required_then_resumed(
     assert len(ledger) == before + (1 if paid else 0)
     text = get_text_parts(done.status.message.parts)[0]
     assert text.startswith("done: ") and (("paid 5" in text) is paid)
+
+
+async def test_a_data_part_edits_or_rejects_with_a_reason(served: tuple[str, list[int]]) -> None:
+    """SPEC §29: the data part is the decision, in the one shape; a refused one (edited
+    args of the wrong type) keeps the task input-required, saying why, and runs nothing."""
+    url, ledger = served
+    async with httpx.AsyncClient(timeout=30) as http:
+        client = await _client(url, http, streaming=True)
+        paused = await _send(client, _request("please pay"))
+        [waiting] = get_data_parts(paused.status.message.parts)[0]["interrupts"]
+        assert waiting["allowed_decisions"] == ["approve", "edit", "reject"]
+        assert waiting["input_schema"]["required"] == ["amount"]
+        before = len(ledger)
+        bad = {"approved": True, "args": {"amount": "five"}}
+        again = await _send(client, _request(context_id=paused.context_id, task_id=paused.id, data=bad))
+        assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED and len(ledger) == before
+        said = get_text_parts(again.status.message.parts)[0]
+        assert "amount: Input should be a valid integer" in said and "Waiting for approval: pay" in said
+        edit = {"approved": True, "args": {"amount": 2}, "interrupt_id": waiting["interrupt_id"]}
+        done = await _send(client, _request(context_id=paused.context_id, task_id=paused.id, data=edit))
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED and ledger[before:] == [2]
+        assert get_text_parts(done.status.message.parts)[0].endswith("paid 2")
+        paused = await _send(client, _request("pay again"))
+        reject = {"approved": False, "message": "Wrong supplier."}
+        done = await _send(client, _request(context_id=paused.context_id, task_id=paused.id, data=reject))
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED and ledger[before:] == [2]
+    assert get_text_parts(done.status.message.parts)[0].endswith("Their reason: Wrong supplier.")
 
 
 async def test_a_suspended_tool_takes_a_resume_data_part(served: tuple[str, list[int]]) -> None:

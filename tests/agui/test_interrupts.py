@@ -23,7 +23,23 @@ from tests.agui.conftest import (
     wire,
 )
 
-APPROVAL_SCHEMA = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
+PAY_SCHEMA = {
+    "description": "Pay an amount.",
+    "properties": {"amount": {"title": "Amount", "type": "integer"}},
+    "required": ["amount"],
+    "title": "pay",
+    "type": "object",
+}
+APPROVAL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean"},
+        "args": PAY_SCHEMA,
+        "message": {"type": "string", "description": "Why it was rejected; the model sees it."},
+    },
+    "required": ["approved"],
+    "additionalProperties": False,
+}
 
 
 def solo_payer(ledger: list[int], **kwargs) -> Agent:
@@ -52,6 +68,8 @@ async def test_an_approval_ends_the_run_with_an_interrupt_and_holds_the_call_bac
                 "args": {"amount": 7},
                 "run_id": run_id,
                 "agent_path": ["solo"],
+                "allowed_decisions": ["approve", "edit", "reject"],
+                "input_schema": PAY_SCHEMA,
             }
         },
     }
