@@ -1,12 +1,14 @@
-"""Answering a paused run's pending items: asking at the terminal (approve / decline /
-show the arguments; JSON resume data for a suspended tool), or `--approve-all` /
-`--decline-all` for scripts, and the flags that choose between them."""
+"""Answering a paused run's pending items: asking at the terminal (approve / edit the
+arguments / reject with a reason / show the arguments, as the tool allows; JSON resume
+data for a suspended tool), or `--approve-all` / `--decline-all` for scripts, and the
+flags that choose between them."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -29,6 +31,9 @@ class Answerer:
         self.interactive = interactive
         self.approve_all = approve_all
         self.json_lines = json_lines
+        self.check: Callable[[PendingItem, Any], Any] | None = None
+        """Checks an answer before it is sent (raises `ValueError` saying what is wrong):
+        edited arguments are asked again until the tool's input schema takes them."""
 
     def can_answer(self, items: list[PendingItem]) -> bool:
         return self.interactive or all(i.kind == "approval" and self.approve_all is not None for i in items)
@@ -51,18 +56,56 @@ class Answerer:
             (str(item.tool_name), "bold magenta"), shown, " (called by ", (item.agent_path[-1], "cyan"), ")"
         )
 
-    def _ask_approval(self, item: PendingItem) -> dict[str, bool]:
-        question = Text.assemble("approve ", self._where(item, args=True), "? [y]es / [n]o / [a]rgs: ")
+    def _ask_approval(self, item: PendingItem) -> dict[str, Any]:
+        allowed = item.allowed_decisions or ["approve", "edit", "reject"]
+        options = [(k, label, meaning) for k, label, meaning, decision in _OPTIONS if decision in allowed or k == "a"]
+        if item.description:
+            self.console.print(Text.assemble("  ", (item.description, "italic")))
+        question = Text.assemble("approve ", self._where(item, args=True), "? ", " / ".join(o[1] for o in options), ": ")
         while True:
             reply = self.console.input(question).strip().lower()
-            if reply in ("y", "yes", "n", "no"):
-                approved = reply.startswith("y")
-                self._decided(item, approved)
-                return {"approved": approved}
-            if reply in ("a", "args", "s", "show"):
+            if reply in ("y", "yes") and "approve" in allowed:
+                self._decided(item, True)
+                return {"approved": True}
+            if reply in ("n", "no") and "reject" in allowed:
+                reason = self.console.input(Text("  reason, for the agent (Enter for none): ")).strip()
+                self._decided(item, False)
+                return {"approved": False, **({"message": reason} if reason else {})}
+            if reply in ("e", "edit") and "edit" in allowed:
+                edited = self._ask_edit(item)
+                if edited is not None:
+                    self._decided(item, True, f" with {short(json.dumps(edited, ensure_ascii=False), 60)}")
+                    return {"approved": True, "args": edited}
+            elif reply in ("a", "args", "s", "show"):
                 self._show_args(item.args)
             else:
-                self.console.print("  answer y (approve), n (decline) or a (show the arguments)", markup=False, highlight=False)
+                said = ", ".join(f"{k} ({meaning})" for k, _, meaning in options)
+                self.console.print(f"  answer {said}", markup=False, highlight=False)
+
+    def _ask_edit(self, item: PendingItem) -> dict[str, Any] | None:
+        """Arguments typed as JSON, asked again until they parse and the tool takes them;
+        None (an empty line) goes back to the question."""
+        self.console.print(
+            Text.assemble("  now: ", json.dumps(item.args, ensure_ascii=False, default=str)), markup=False, highlight=False
+        )
+        while True:
+            reply = self.console.input(Text("  new arguments (JSON object, Enter to go back): ")).strip()
+            if not reply:
+                return None
+            try:
+                args = json.loads(reply)
+            except json.JSONDecodeError as exc:
+                self.console.print(f"  not JSON ({exc.msg}); try again", markup=False, highlight=False)
+                continue
+            try:
+                if not isinstance(args, dict):
+                    raise ValueError(f"the arguments must be a JSON object, not {type(args).__name__}")
+                if self.check is not None:
+                    self.check(item, {"approved": True, "args": args})
+            except ValueError as exc:
+                self.console.print(f"  {exc}; try again", markup=False, highlight=False)
+                continue
+            return args
 
     def _ask_resume_data(self, item: PendingItem) -> Any:
         self.console.print(Text.assemble(self._where(item), (" is suspended", "yellow"), " and asks:"))
@@ -90,6 +133,15 @@ class Answerer:
 
     def _show(self, value: Any) -> None:
         self.console.print(json.dumps(value, indent=2, ensure_ascii=False, default=str), markup=False, highlight=False)
+
+
+# (key, shown in the question, meaning, the decision it makes)
+_OPTIONS = (
+    ("y", "[y]es", "approve", "approve"),
+    ("e", "[e]dit", "edit the arguments", "edit"),
+    ("n", "[n]o", "reject, with a reason", "reject"),
+    ("a", "[a]rgs", "show the arguments", ""),
+)
 
 
 def answers_for(result: GenerateResult, answerer: Answerer, known: dict[str, Any]) -> dict[str, Any] | None:

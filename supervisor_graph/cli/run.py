@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from supervisor_graph.declaration.errors import CLIError, MissingAPIKeyError, Su
 from supervisor_graph.declaration.models import check_credentials, model_strings
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.run.facade import AgentStream, GenerateResult
-from supervisor_graph.run.resume import resume
+from supervisor_graph.run.resume import check_answer, resume
 
 __all__ = ["EXIT_PAUSED", "cmd_run", "stream_run"]
 
@@ -49,6 +50,7 @@ async def stream_run(
     close: Memory | None = None,
 ) -> int:
     """Stream one run through `view`, answering its pauses with `answerer`; the exit status."""
+    answerer.check = answerer.check or partial(check_answer, agent)  # edited args asked again until valid
     try:
         try:
             stream = await agent.stream(prompt, **options)

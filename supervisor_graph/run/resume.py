@@ -25,7 +25,7 @@ from supervisor_graph.run.call import Run, host_background
 from supervisor_graph.run.chunks import Usage
 from supervisor_graph.run.paused import PausedRun, paused_runs
 from supervisor_graph.run.repair import waiting_interrupts
-from supervisor_graph.run.results import GenerateResult, background_pending
+from supervisor_graph.run.results import GenerateResult, PendingItem, background_pending
 from supervisor_graph.run.streaming import AgentStream, FinishedStream
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from supervisor_graph.agent import Agent
 
-__all__ = ["pending_interrupts", "resume"]
+__all__ = ["check_answer", "pending_interrupts", "resume"]
 
 
 async def _locate(agent: Agent, run_id: str | None, memory: Any) -> tuple[PausedRun | None, dict[str, Any]]:
@@ -153,6 +153,16 @@ def _check(agent: Agent, item: Interrupt, value: Any) -> Any:
                     f"({exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}); the tool is still suspended"
                 ) from None
     return value
+
+
+def check_answer(agent: Agent, item: PendingItem, value: Any) -> Any:
+    """`value` checked as an answer to `item` the way `resume` checks it, before asking
+    anyone to resume (a terminal asks again): raises `ValueError` saying what is wrong."""
+    payload = {
+        "kind": item.kind, "tool_call_id": item.tool_call_id, "tool_name": item.tool_name,
+        "agent_path": list(item.agent_path), "allowed_decisions": item.allowed_decisions,
+    }
+    return _check(agent, SimpleNamespace(id=item.interrupt_id, value=payload), value)  # type: ignore[arg-type]
 
 
 def _select(items: list[Interrupt], key: str) -> Interrupt:

@@ -290,6 +290,10 @@ async def test_a_client_tool_ends_the_run_with_the_call_pending(cluster: dict) -
     await parity.check_client_tool(live(cluster))
 
 
+async def test_decisions_on_approvals_at_depth_one_and_two_by_command(cluster: dict) -> None:
+    await parity.check_decisions(live(cluster))
+
+
 async def test_the_request_context_comes_from_the_runs_context(cluster: dict) -> None:
     await parity.check_request_context(live(cluster))
 

@@ -34,6 +34,7 @@ GRAPHS = {
         "background_control",
         "compaction",
         "structured",
+        "decisions",
     )
 }
 
@@ -103,6 +104,34 @@ async def check_suspend(client: Any) -> None:
     assert out["messages"][-1]["content"] == "using savings"
     [delegation] = [m for m in out["messages"] if m["type"] == "tool"]
     assert delegation["artifact"]["usage"]["total_tokens"] == 30  # the call before the pause counts too
+    assert not (await client.threads.get_state(tid))["interrupts"]
+
+
+async def check_decisions(client: Any) -> None:
+    """SPEC §29: each pending approval (depth one and two) says its allowed decisions and
+    input schema; a `Command` with edited args of the wrong type is asked again, nothing
+    run; then one `Command` edits one and rejects the other with a reason the model sees."""
+    tid = await _thread(client)
+    await _run(client, tid, "decisions", input=_human("go"))
+    items = {i["value"]["agent_path"][-1]: i for i in (await client.threads.get_state(tid))["interrupts"]}
+    assert sorted(items) == ["deep-agent", "near-agent"]
+    near, deep = items["near-agent"], items["deep-agent"]
+    assert near["value"]["allowed_decisions"] == ["approve", "edit", "reject"]
+    assert deep["value"]["input_schema"]["properties"]["amount"]["type"] == "integer"
+    await _run(client, tid, "decisions", command={"resume": {near["id"]: {"approved": True, "args": {"amount": "x"}}}})
+    again = (await client.threads.get_state(tid))["interrupts"]
+    asked = [i for i in again if i["value"]["agent_path"][-1] == "near-agent"]
+    assert len(again) == 2 and "amount: Input should be a valid integer" in asked[0]["value"]["error"]
+    answers = {
+        asked[0]["id"]: {"approved": True, "args": {"amount": 120}},
+        next(i["id"] for i in again if i["value"]["agent_path"][-1] == "deep-agent"): {
+            "approved": False, "message": "Ask finance first.",
+        },
+    }
+    out = await _run(client, tid, "decisions", command={"resume": answers})
+    final = str(out["messages"][-1]["content"])
+    assert "paid 120" in final and "paid 1200" not in final
+    assert "declined this tool call; it did not run. Their reason: Ask finance first." in final
     assert not (await client.threads.get_state(tid))["interrupts"]
 
 

@@ -119,6 +119,39 @@ suspended_agent = _boss(
 )
 
 
+# -- decisions on approvals (SPEC §29): a payer at depth one and one at depth two -------
+
+
+class Pay(BaseModel):
+    amount: int
+
+
+def _payer(id: str) -> Agent:
+    pay = create_tool(
+        id="pay", description="Pay.", input_schema=Pay, execute=lambda a: f"paid {a.amount}", require_approval=True
+    )
+    return Agent(
+        id=id, description="Pays.", tools=[pay],
+        model=ScriptedChatModel(policy=_relay(lambda m: tool_call("pay", {"amount": 1200})), record_calls=False),
+    )
+
+
+def _all_results(messages: list[Any]) -> str:
+    return " | ".join(sorted(str(m.content) for m in messages if isinstance(m, ToolMessage)))
+
+
+decisions_agent = _boss(
+    lambda m: _all_results(m) if isinstance(m[-1], ToolMessage) else [delegate("near", "pay"), delegate("middle", "pay")],
+    agents={
+        "near": _payer("near-agent"),
+        "middle": Agent(
+            id="middle-agent", description="Delegates.", agents={"deep": _payer("deep-agent")},
+            model=ScriptedChatModel(policy=_relay(lambda m: delegate("deep", "pay")), record_calls=False),
+        ),
+    },
+)
+
+
 # -- a client tool (no execute): the run ends with the call pending ---------------------
 
 client_agent = _boss(
@@ -426,6 +459,7 @@ _graphs = _compiled_once(
         "background_control": background_control_agent,
         "compaction": compaction_agent,
         "structured": structured_agent,
+        "decisions": decisions_agent,
     }
 )
 hooks = _graphs["hooks"]
@@ -442,3 +476,4 @@ background_approval = _graphs["background_approval"]
 background_control = _graphs["background_control"]
 compaction = _graphs["compaction"]
 structured = _graphs["structured"]
+decisions = _graphs["decisions"]

@@ -199,6 +199,10 @@ async def test_a_client_tool_ends_the_run_with_the_call_pending(server: str) -> 
     await parity.check_client_tool(get_client(url=server))
 
 
+async def test_decisions_on_approvals_at_depth_one_and_two_by_command(server: str) -> None:
+    await parity.check_decisions(get_client(url=server))
+
+
 async def test_the_request_context_comes_from_the_runs_context(server: str) -> None:
     await parity.check_request_context(get_client(url=server))
 

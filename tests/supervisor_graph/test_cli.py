@@ -325,7 +325,7 @@ def finish(child: pexpect.spawn) -> tuple[str, int]:
 
 def test_run_asks_for_approval_at_the_terminal(workdir: Path) -> None:
     child = terminal("run", EXAMPLE, PUBLISH, cwd=workdir)
-    prompt = r'approve publish \{"title": "Bees: what we know", .*\(called by parent-agent\)\? \[y\]es / \[n\]o / \[a\]rgs: '
+    prompt = r'approve publish \{"title": "Bees: what we know", .*\(called by parent-agent\)\? \[y\]es / \[e\]dit / \[n\]o / \[a\]rgs: '
     child.expect("publish waits for approval")
     child.expect(prompt)
     child.sendline("a")  # show the arguments, in full
@@ -333,7 +333,7 @@ def test_run_asks_for_approval_at_the_terminal(workdir: Path) -> None:
     child.expect("In short, bees is worth following closely")
     child.expect(prompt)
     child.sendline("later")
-    child.expect(r"answer y \(approve\), n \(decline\) or a \(show the arguments\)")
+    child.expect(r"answer y \(approve\), e \(edit the arguments\), n \(reject, with a reason\), a \(show the arguments\)")
     child.expect(prompt)
     child.sendline("y")
     child.expect("publish approved")
@@ -352,6 +352,9 @@ def test_run_asks_for_each_pending_item_then_resumes_once(workdir: Path) -> None
         path = child.match.group(1)
         answers[path] = "y" if path == "a" else "n"
         child.sendline(answers[path])
+        if path == "b":
+            child.expect(r"reason, for the agent \(Enter for none\): ")
+            child.sendline("")
     child.expect("ask_user \\(called by janitor\\) is suspended and asks:")
     child.expect('"question": "Which colour\\?"')
     child.expect("resume data \\(JSON\\): ")
@@ -366,6 +369,36 @@ def test_run_asks_for_each_pending_item_then_resumes_once(workdir: Path) -> None
     assert status == 0, out
     assert "The user declined this tool call; it did not run. | deleted a.txt | user said blue" in out
     assert sorted(answers) == ["a", "b"]
+
+
+def test_run_edits_the_arguments_and_rejects_with_a_reason(workdir: Path) -> None:
+    """SPEC §29 at the terminal: edit asks for JSON arguments until the tool's input schema
+    takes them; reject asks for a reason, which the model sees as the call's result."""
+    child = terminal("run", "janitor.py:agent", "tidy up", cwd=workdir)
+    for _ in range(2):
+        child.expect(r'approve delete_file \{"path": "(\w)\.txt"\} \(called by janitor\)\? \[y\]es / \[e\]dit / \[n\]o / \[a\]rgs: ')
+        if child.match.group(1) == "a":
+            child.sendline("e")
+            child.expect(r'now: \{"path": "a.txt"\}')
+            child.expect(r"new arguments \(JSON object, Enter to go back\): ")
+            child.sendline("{path: c}")
+            child.expect("not JSON")
+            child.sendline('{"path": 3}')
+            child.expect("path: Input should be a valid string")
+            child.expect(r"new arguments \(JSON object, Enter to go back\): ")
+            child.sendline('{"path": "c.txt"}')
+            child.expect(r"delete_file approved with \{\"path\": \"c.txt\"\}")
+        else:
+            child.sendline("n")
+            child.expect(r"reason, for the agent \(Enter for none\): ")
+            child.sendline("b.txt is still in use")
+            child.expect("delete_file declined")
+    child.expect("resume data \\(JSON\\): ")
+    child.sendline('{"answer": "red"}')
+    out, status = finish(child)
+    assert status == 0, out
+    assert "Their reason: b.txt is still in use" in out
+    assert "deleted c.txt" in out and "deleted a.txt" not in out and "deleted b.txt" not in out
 
 
 def test_no_answer_at_the_prompt_leaves_the_run_paused(workdir: Path) -> None:
