@@ -252,21 +252,126 @@ function showInterrupts(interrupts) {
       }));
       continue;
     }
-    const args = el("pre", { class: "args", hidden: "" }, JSON.stringify(meta.args || {}, null, 2));
-    const card = el(
-      "div",
-      { class: "card approval", role: "group", "aria-label": `Approve ${tool}` },
-      el("h3", {}, `${tool} waits for approval`),
-      el("div", { class: "actions" },
-        el("button", { type: "button", class: "approve", onclick: () => { card.remove(); answers.set(item.id, { interruptId: item.id, status: "resolved", payload: { approved: true } }); submitIfDone(); } }, "Approve"),
-        el("button", { type: "button", class: "decline", onclick: () => { card.remove(); answers.set(item.id, { interruptId: item.id, status: "resolved", payload: { approved: false } }); submitIfDone(); } }, "Decline"),
-        el("button", { type: "button", "aria-expanded": "false", onclick: (e) => { args.hidden = !args.hidden; e.target.setAttribute("aria-expanded", String(!args.hidden)); } }, "Arguments"),
-      ),
-      args,
-    );
-    box.append(card);
+    box.append(approvalCard(item, tool, meta, (payload) => {
+      answers.set(item.id, { interruptId: item.id, status: "resolved", payload });
+      submitIfDone();
+    }));
   }
+  app.lastInterrupts = interrupts; // shown again if the server refuses the answers
   box.querySelector("button")?.focus();
+}
+
+// An approval (SPEC §29): Approve, Edit (a form built from the tool's input schema,
+// prefilled with the call's arguments) and Reject (a reason the agent sees), as the
+// tool allows; `done(payload)` gets the decision in the one resume shape.
+function approvalCard(item, tool, meta, done) {
+  const allowed = meta.allowed_decisions || meta.allowedDecisions || ["approve", "reject"];
+  const args = el("pre", { class: "args", hidden: "" }, JSON.stringify(meta.args || {}, null, 2));
+  const card = el("div", { class: "card approval", role: "group", "aria-label": `Approve ${tool}` }, el("h3", {}, `${tool} waits for approval`));
+  if (item.message) card.append(el("p", { class: "why" }, item.message));
+  const finish = (payload) => { card.remove(); done(payload); };
+  const panels = [];
+  const open = (panel) => { for (const p of panels) p.hidden = p !== panel || !p.hidden; panel.querySelector("input, select, textarea")?.focus(); };
+  const buttons = el("div", { class: "actions" });
+  if (allowed.includes("approve")) buttons.append(el("button", { type: "button", class: "approve", onclick: () => finish({ approved: true }) }, "Approve"));
+  if (allowed.includes("edit")) {
+    const form = editForm(item, tool, meta, (edited) => finish({ approved: true, args: edited }), () => { form.hidden = true; });
+    panels.push(form);
+    buttons.append(el("button", { type: "button", onclick: () => open(form) }, "Edit"));
+  }
+  if (allowed.includes("reject")) {
+    const reason = el("textarea", { name: "reason", rows: "2", placeholder: "Why not? The agent sees this and can change course." });
+    const form = el("form", { class: "reject", hidden: "", "aria-label": `Reject ${tool}` },
+      el("label", { class: "field" }, "Reason (optional)", reason),
+      el("div", { class: "actions" },
+        el("button", { type: "submit", class: "decline" }, "Send rejection"),
+        el("button", { type: "button", onclick: () => { form.hidden = true; } }, "Back")));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const message = reason.value.trim();
+      finish(message ? { approved: false, message } : { approved: false });
+    });
+    panels.push(form);
+    buttons.append(el("button", { type: "button", class: "decline", onclick: () => open(form) }, "Reject"));
+  }
+  buttons.append(el("button", { type: "button", "aria-expanded": "false", onclick: (e) => { args.hidden = !args.hidden; e.target.setAttribute("aria-expanded", String(!args.hidden)); } }, "Arguments"));
+  card.append(buttons, args, ...panels);
+  return card;
+}
+
+// The edit form: an input per string / number / integer / boolean / enum property of the
+// tool's input schema, a JSON box for anything else (or for all of it, without a schema).
+function editForm(item, tool, meta, done, back) {
+  const schema = meta.input_schema || ((item.responseSchema || {}).properties || {}).args || {};
+  const current = meta.args || {};
+  const properties = schema.properties || {};
+  const required = new Set(schema.required || []);
+  const plain = (prop) => prop && (prop.enum || ["string", "number", "integer", "boolean"].includes(prop.type));
+  const names = Object.keys(properties).length ? Object.keys(properties) : [];
+  const fields = names.map((name) => {
+    const prop = properties[name];
+    const value = current[name] !== undefined ? current[name] : prop.default;
+    let input;
+    if (prop.enum) {
+      input = el("select", { name }, ...prop.enum.map((v) => el("option", { value: JSON.stringify(v) }, String(v))));
+      if (value !== undefined) input.value = JSON.stringify(value);
+    } else if (plain(prop)) {
+      const type = prop.type === "boolean" ? "checkbox" : prop.type === "string" ? "text" : "number";
+      input = el("input", { name, type, step: prop.type === "number" ? "any" : null });
+      if (type === "checkbox") input.checked = Boolean(value);
+      else if (value !== undefined && value !== null) input.value = String(value);
+    } else {
+      input = el("textarea", { name, rows: "3", class: "json" });
+      input.value = value === undefined ? "" : JSON.stringify(value, null, 2);
+    }
+    return { name, prop, input, error: el("span", { class: "field-error" }) };
+  });
+  // the arguments the schema does not describe (or all of them), as JSON
+  const rest = Object.fromEntries(Object.entries(current).filter(([k]) => !(k in properties)));
+  const extra = names.length ? null : { name: "", input: el("textarea", { name: "arguments", rows: "5", class: "json" }), error: el("span", { class: "field-error" }) };
+  if (extra) extra.input.value = JSON.stringify(rest, null, 2);
+  const form = el("form", { class: "edit", hidden: "", novalidate: "", "aria-label": `Edit ${tool}` },
+    ...fields.map((f) => el("label", { class: "field" }, f.prop.title || f.name, f.input, f.error)),
+    ...(extra ? [el("label", { class: "field" }, "Arguments (JSON)", extra.input, extra.error)] : []),
+    el("div", { class: "actions" },
+      el("button", { type: "submit", class: "approve" }, "Run with these arguments"),
+      el("button", { type: "button", onclick: back }, "Back")));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const edited = names.length ? { ...rest } : {};
+    let ok = true;
+    const fail = (f, text) => { f.error.textContent = text; ok = false; };
+    for (const f of fields) {
+      f.error.textContent = "";
+      const { prop, input } = f;
+      if (prop.enum) { edited[f.name] = JSON.parse(input.value); continue; }
+      if (input.type === "checkbox") { edited[f.name] = input.checked; continue; }
+      if (input.tagName === "TEXTAREA") {
+        if (!input.value.trim()) { if (required.has(f.name)) fail(f, "required"); continue; }
+        try { edited[f.name] = JSON.parse(input.value); } catch (err) { fail(f, "not valid JSON"); }
+        continue;
+      }
+      if (input.value === "") { if (required.has(f.name)) fail(f, "required"); continue; }
+      if (input.type === "number") {
+        const n = Number(input.value);
+        if (!Number.isFinite(n)) { fail(f, "a number"); continue; }
+        if (prop.type === "integer" && !Number.isInteger(n)) { fail(f, "a whole number"); continue; }
+        edited[f.name] = n;
+      } else {
+        edited[f.name] = input.value;
+      }
+    }
+    if (extra) {
+      extra.error.textContent = "";
+      try {
+        const parsed = JSON.parse(extra.input.value || "{}");
+        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not an object");
+        Object.assign(edited, parsed);
+      } catch (err) { extra.error.textContent = "a JSON object of the arguments"; ok = false; }
+    }
+    if (ok) done(edited);
+  });
+  return form;
 }
 
 function suspendForm(item, tool, meta, done) {
@@ -378,6 +483,10 @@ function onEvent(event) {
     case "RUN_ERROR":
       addMessage("error", `${event.code || "error"}: ${event.message}`);
       setStatus("error", "error");
+      if (/INVALID_(TOOL_APPROVAL|RESUME_PAYLOAD)$/.test(event.code || "") && app.lastInterrupts) {
+        showInterrupts(app.lastInterrupts); // refused before anything ran: still pending, answer again
+        setStatus("waiting for you", "");
+      }
       break;
     default:
       break;
