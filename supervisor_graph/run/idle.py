@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from supervisor_graph.background.host import RunBackground
 from supervisor_graph.background.runner import runner
+from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.background import FINAL_STATUSES
 from supervisor_graph.run.call import Run, answer_outcomes
@@ -192,8 +194,20 @@ async def generate_until_idle(agent: Agent, prompt: Any, **options: Any) -> Gene
     return await stream.result()
 
 
+RECOVER_WAIT = 30.0
+
+
 async def recover_background_tasks(agent: Agent, *, memory: Any, **options: Any) -> GenerateResult | None:
     """Settle the thread's background tasks now: re-run those whose process died (tries
     left) or fail them, and have the supervisor answer every outcome it has not been told
-    of. None when there was nothing to report."""
-    return await answer_outcomes(agent, memory, options)
+    of. None when there was nothing to report. A run that holds the thread (this
+    process's host answering an outcome that just ended, or a caller's) is waited for,
+    up to `RECOVER_WAIT` seconds: settling is what both are doing."""
+    deadline = time.monotonic() + RECOVER_WAIT
+    while True:
+        try:
+            return await answer_outcomes(agent, memory, options)
+        except ThreadBusyError:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(0.05)

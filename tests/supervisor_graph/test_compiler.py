@@ -54,7 +54,10 @@ def test_options_travel_in_runtime_context_not_state() -> None:
     graph = tree().compile()
     assert graph.builder.context_schema is RunContext
     state_keys = set(graph.builder.schemas[graph.builder.state_schema])
-    assert state_keys == {"messages", "finish_reason", "feedback", "bail", "stop_at"}
+    # the answer's value is state because it is output (SPEC §28), never an option
+    assert state_keys == {
+        "messages", "finish_reason", "feedback", "bail", "stop_at", "structured_response", "structured_output_error"
+    }
     # Studio builds the context from JSON: all fields optional, schema serialisable.
     schema = RunContext.model_json_schema()
     assert not schema.get("required")
