@@ -359,3 +359,33 @@ async def test_the_resume_calls_take_the_schema_too() -> None:
         tool_call_id=paused.suspended[0].tool_call_id, memory={"thread": "so-resume"}, output_schema=COUNT
     )
     assert paid == [5] and done.object == {"count": 5}
+
+
+async def test_a_result_reference_keeps_the_subagents_object() -> None:
+    research = Agent(
+        id="research-agent",
+        description="Finds facts.",
+        model=ScriptedChatModel(
+            policy=lambda m: tool_call(FINAL_ANSWER_TOOL, {"facts": ["f1"]})
+            if "first" in str(m[-1].content)
+            else '{"facts": ["seen: ' + str(m[-1].content).replace('"', "'")[:60] + '"]}'
+        ),
+        output_schema=Facts,
+    )
+    model = ScriptedChatModel(
+        responses=[
+            delegate("research_agent", "first"),
+            tool_call("agent-research_agent", {"prompt": "second", "context_from_refs": ["research-agent-1"]}),
+            "done",
+        ]
+    )
+    boss = Agent(
+        id="boss",
+        model=model,
+        agents={"research_agent": research},
+        default_options={"delegation": {"enable_result_references": True}},
+    )
+    result = await boss.generate("go")
+    first, second = result.delegations
+    assert first.ref_id == "research-agent-1" and first.object == {"facts": ["f1"]}
+    assert '{"facts": ["f1"]}' in second.prompt  # the referenced object, verbatim before the prompt
