@@ -41,7 +41,7 @@ LAYERS: list[set[str]] = [
     {"supervisor_graph.compiler"},
     {"supervisor_graph.background"},
     {"supervisor_graph.memory"},
-    {"supervisor_graph.declaration", "supervisor_graph.testing"},
+    {"supervisor_graph.declaration", "supervisor_graph.testing", "supervisor_graph.guardrails"},
     {"supervisor_graph.sync_loop"},
     {"supervisor_graph.nodes"},
     {"supervisor_graph.checkpointers"},
