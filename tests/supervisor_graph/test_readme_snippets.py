@@ -48,6 +48,10 @@ EXPECT = {
     "quick-start-1": "stop",
     "the-compiled-graph-1": "research_agent.start",
     "approvals-suspend-and-client-tools-1": "Paid invoice 7: 120.00 EUR",  # approved, then run
+    # an edit refused, then run with the edited args once; a rejection whose reason the model sees
+    "decisions-approve-edit-reject-with-a-reason-1": "refused: True []\n[(120, 'acme')] sent 120 to acme\n"
+    "[(120, 'acme')] Result: The user declined this tool call; it did not run. Their reason: Already paid this month.",
+    "one-answer-everywhere-1": "[1] ['refunded 1', 'The user declined this tool call; it did not run. Their reason: Order 2",
     "embedding-in-your-app-1": "Published",
     "memory-and-threads-1": "user-42",
     "observability-1": "['invoke_agent Editor', 'invoke_agent Researcher']",
