@@ -14,27 +14,27 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any, get_type_hints
 from unittest import mock
 
-from langchain_core.messages import AnyMessage
 from typing_extensions import TypedDict
 
 from bench.ab_parity import ab_cli, measure_built_arms
-from supervisor_graph.checkpointers.compat import DeltaChannel
-from supervisor_graph.nodes.state import SNAPSHOT_EVERY, _add_message_batches, _append, _either
+from supervisor_graph.nodes.state import SupervisorState
 
 __all__ = ["main", "measure"]
 
 
-class _StateBefore(TypedDict, total=False):
-    """`SupervisorState` as it was before issue 37."""
-
-    messages: Annotated[list[AnyMessage], DeltaChannel(_add_message_batches, snapshot_frequency=SNAPSHOT_EVERY)]
-    finish_reason: str | None
-    feedback: Annotated[list[str], _append]
-    bail: Annotated[bool, _either]
-    stop_at: int | None
+# `SupervisorState` as it was before issue 37: the same channels, less the two it added
+_StateBefore = TypedDict(  # type: ignore[misc]
+    "_StateBefore",
+    {
+        name: hint
+        for name, hint in get_type_hints(SupervisorState, include_extras=True).items()
+        if name not in ("structured_response", "structured_output_error")
+    },
+    total=False,
+)
 
 
 def _without_structured_output() -> ExitStack:
