@@ -17,6 +17,16 @@ A thread with neither and no run has no row at all.
   UPDATE ... WHERE` statement (atomic on its own) on a connection of its own.
 - Postgres: the same row and statement, timed by the database clock.
 - in-memory storage or a checkpointer object: a lease in this process only.
+
+Double texting (SPEC §29): a call that finds the thread busy may wait for it instead of
+being refused. It joins the thread's queue (`join`; sqlite and Postgres: a row in
+`supervisor_graph_lease_waiters`, kept alive by the waiter's looks), and looks (`claim`)
+until its turn: the holder that releases the lease hands it straight to the first live
+waiter (a stop request, `interrupt` or `rollback`, before plain `enqueue` waiters, each
+kind in arrival order), so no third caller slips in between. A waiter with a stop
+request names the current holder in its row; a holder learns of it through `watch`
+(sqlite and Postgres: one query every `STOP_POLL` seconds per process while some run
+holds a lease, for all its runs at once; in-process: at once).
 """
 
 from __future__ import annotations
@@ -26,13 +36,26 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from supervisor_graph.checkpointers.lease_queue import (
+    HAND_OVER,
+    NO_WAITER,
+    STOP_POLL,
+    WAIT_POLL,
+    WAITERS,
+    WAITERS_INDEX,
+    SqlQueue,
+)
+
 __all__ = [
     "DEFAULT_LEASE_TTL",
+    "STOP_POLL",
+    "WAIT_POLL",
     "Lease",
     "Leases",
     "LocalLeases",
@@ -43,6 +66,7 @@ __all__ = [
 
 DEFAULT_LEASE_TTL = 30.0
 _HOST = socket.gethostname()
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +112,36 @@ class Leases(Protocol):
 
     async def release(self, thread_id: str, owner: str, *, repair: bool = False, waiting: bool = False) -> None:
         """Give the lease back (no-op when it is no longer ours), saying whether the thread
-        still owes a repair and whether approvals wait on it."""
+        still owes a repair and whether approvals wait on it; with waiters queued, the
+        first one gets it."""
+
+    async def join(self, thread_id: str, owner: str, stop: str | None) -> int:
+        """Queue `owner` for the thread (`stop`: "interrupt" or "rollback", asked of the
+        run holding it, or None to wait for it to end); its place in the queue."""
+
+    async def claim(self, thread_id: str, owner: str, place: int, stop: str | None) -> Lease | None:
+        """The lease once it is `owner`'s turn (handed over, or free with `owner` first in
+        the queue), the waiter then gone from the queue; otherwise None, the waiter kept
+        and its stop request pointed at the current holder."""
+
+    async def leave(self, thread_id: str, owner: str) -> None:
+        """Leave the queue; a lease handed over meanwhile is given back."""
+
+    def watch(self, thread_id: str, owner: str, on_stop: Callable[[str], None]) -> None:
+        """Call `on_stop(kind)` when a waiter asks the holder `owner` to stop."""
+
+    def unwatch(self, thread_id: str, owner: str) -> None:
+        """Stop watching for `owner` (its lease is released)."""
+
+    async def wait_change(self, thread_id: str) -> None:
+        """Sleep until the thread's lease may have changed hands (at most a poll)."""
+
+
+@dataclass(slots=True)
+class _Waiter:
+    owner: str
+    place: int
+    stop: str | None
 
 
 class LocalLeases:
@@ -99,6 +152,10 @@ class LocalLeases:
         self.ttl = ttl
         self._held: dict[str, str] = {}
         self._waiting: set[str] = set()
+        self._queues: dict[str, list[_Waiter]] = {}
+        self._watchers: dict[str, Callable[[str], None]] = {}
+        self._changed: dict[str, asyncio.Event] = {}
+        self._places = 0
 
     async def acquire(self, thread_id: str, owner: str) -> Lease | None:
         if thread_id in self._held:
@@ -116,6 +173,56 @@ class LocalLeases:
                 self._waiting.add(thread_id)
             else:
                 self._waiting.discard(thread_id)
+            queue = self._queues.get(thread_id)
+            if queue:  # handed over: the waiter takes it at its next look
+                self._held[thread_id] = queue[0].owner
+            changed = self._changed.pop(thread_id, None)
+            if changed is not None:
+                changed.set()
+
+    async def join(self, thread_id: str, owner: str, stop: str | None) -> int:
+        self._places += 1
+        queue = self._queues.setdefault(thread_id, [])
+        queue.append(_Waiter(owner, self._places, stop))
+        queue.sort(key=lambda w: (w.stop is None, w.place))
+        return self._places
+
+    async def claim(self, thread_id: str, owner: str, place: int, stop: str | None) -> Lease | None:
+        queue = self._queues.get(thread_id) or []
+        holder = self._held.get(thread_id)
+        if holder == owner or (holder is None and queue and queue[0].owner == owner):
+            self._held[thread_id] = owner
+            self._drop(thread_id, owner)
+            return Lease(waiting=thread_id in self._waiting)
+        on_stop = self._watchers.get(holder) if stop is not None and holder is not None else None
+        if on_stop is not None:
+            on_stop(stop)  # type: ignore[arg-type]
+        return None
+
+    def _drop(self, thread_id: str, owner: str) -> None:
+        queue = [w for w in self._queues.get(thread_id) or () if w.owner != owner]
+        if queue:
+            self._queues[thread_id] = queue
+        else:
+            self._queues.pop(thread_id, None)
+
+    async def leave(self, thread_id: str, owner: str) -> None:
+        self._drop(thread_id, owner)
+        if self._held.get(thread_id) == owner:
+            await self.release(thread_id, owner, waiting=thread_id in self._waiting)
+
+    def watch(self, thread_id: str, owner: str, on_stop: Callable[[str], None]) -> None:
+        self._watchers[owner] = on_stop
+
+    def unwatch(self, thread_id: str, owner: str) -> None:
+        self._watchers.pop(owner, None)
+
+    async def wait_change(self, thread_id: str) -> None:
+        changed = self._changed.setdefault(thread_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(changed.wait(), WAIT_POLL)
+        except TimeoutError:
+            pass
 
 
 _TABLE = """
@@ -147,8 +254,7 @@ _PARK = "UPDATE supervisor_graph_leases SET owner = NULL, repair = {p}, waiting 
 _DELETE = "DELETE FROM supervisor_graph_leases WHERE thread_id = {p} AND owner = {p}"
 _HOLDER = "SELECT owner FROM supervisor_graph_leases WHERE thread_id = {p}"
 
-
-class _SqlLeases:
+class _SqlLeases(SqlQueue):
     """The lease statements over one connection of their own (sqlite or Postgres)."""
 
     placeholder = "?"
@@ -159,14 +265,18 @@ class _SqlLeases:
         self.ttl = ttl
         self._conn = conn
         self._lock = asyncio.Lock()  # one statement at a time on this connection
+        self._watchers: dict[str, Callable[[str], None]] = {}
+        self._poller: asyncio.Task[None] | None = None
+        self._querying = False
 
     def _sql(self, template: str) -> str:
         return template.format(p=self.placeholder, expires=self.expires, now=self.now, time="")
 
-    def _times(self) -> tuple[Any, tuple[Any, ...]]:
-        """The expiry parameter, and the parameters `{now}` takes."""
+    def _times(self, seconds: float | None = None) -> tuple[Any, tuple[Any, ...]]:
+        """The expiry parameter (`seconds`, default the ttl, from now), and the parameters
+        `{now}` takes."""
         now = time.time()
-        return now + self.ttl, (now,)
+        return now + (self.ttl if seconds is None else seconds), (now,)
 
     async def _one(self, template: str, params: tuple[Any, ...]) -> Any:
         cursor = await self._conn.execute(self._sql(template), params)
@@ -177,17 +287,26 @@ class _SqlLeases:
         return int(cursor.rowcount or 0)
 
     async def acquire(self, thread_id: str, owner: str) -> Lease | None:
-        expires, now = self._times()
         async with self._lock:
-            row = await self._one(_ACQUIRE, (thread_id, owner, expires, *now))
-            if row is None:  # held: unless by a process of this host that has died
-                held = await self._one(_HOLDER, (thread_id,))
-                if held is None or not _holder_is_dead(held[0]):
-                    return None
-                row = await self._one(_TAKE_FROM_DEAD, (owner, expires, thread_id, held[0]))
-                if row is None:
-                    return None
+            return await self._acquire(thread_id, owner)
+
+    async def _acquire(self, thread_id: str, owner: str) -> Lease | None:
+        expires, now = self._times()
+        row = await self._one(_ACQUIRE, (thread_id, owner, expires, *now))
+        if row is None:  # held: unless by a process of this host that has died
+            held = await self._one(_HOLDER, (thread_id,))
+            if held is None or not _holder_is_dead(held[0]):
+                return None
+            row = await self._one(_TAKE_FROM_DEAD, (owner, expires, thread_id, held[0]))
+            if row is None:
+                return None
         return Lease(repair=bool(row[0]), waiting=bool(row[1]))
+
+    def _lease(self, repair: bool, waiting: bool) -> Lease:
+        return Lease(repair=repair, waiting=waiting)
+
+    def _dead(self, owner: str) -> bool:
+        return _holder_is_dead(owner)
 
     async def renew(self, thread_id: str, owner: str) -> bool:
         expires, _ = self._times()
@@ -195,12 +314,23 @@ class _SqlLeases:
             return bool(await self._count(_RENEW, (expires, thread_id, owner)))
 
     async def release(self, thread_id: str, owner: str, *, repair: bool = False, waiting: bool = False) -> None:
+        _, now = self._times()
         async with self._lock:
             if repair or waiting:
+                done = await self._count(_PARK + NO_WAITER, (repair, waiting, thread_id, owner, thread_id, *now))
+            else:
+                done = await self._count(_DELETE + NO_WAITER, (thread_id, owner, thread_id, *now))
+            if done:
+                return
+            # a waiter is queued (or the lease is no longer ours: then nothing below matches)
+            head = await self._head(thread_id)
+            if head is not None:
+                expires, _ = self._times()
+                await self._count(HAND_OVER, (head[1], expires, repair, waiting, thread_id, owner))
+            elif repair or waiting:
                 await self._count(_PARK, (repair, waiting, thread_id, owner))
             else:
                 await self._count(_DELETE, (thread_id, owner))
-
 
 class SqliteLeases(_SqlLeases):
     """Lease rows in the sqlite file."""
@@ -214,6 +344,8 @@ class SqliteLeases(_SqlLeases):
         # a lease lost to a power cut is harmless (every run restarts), so skip the fsync
         await conn.execute("PRAGMA synchronous=NORMAL")
         await conn.execute(_TABLE.format(time="REAL"))
+        await conn.execute(WAITERS.format(time="REAL", serial="INTEGER"))
+        await conn.execute(WAITERS_INDEX)
         return cls(conn, ttl)
 
 
@@ -230,7 +362,9 @@ class PostgresLeases(_SqlLeases):
 
         conn = await stack.enter_async_context(await AsyncConnection.connect(url, autocommit=True, prepare_threshold=0))
         await conn.execute(_TABLE.format(time="TIMESTAMPTZ"))
+        await conn.execute(WAITERS.format(time="TIMESTAMPTZ", serial="BIGSERIAL"))
+        await conn.execute(WAITERS_INDEX)
         return cls(conn, ttl)
 
-    def _times(self) -> tuple[Any, tuple[Any, ...]]:
-        return self.ttl, ()
+    def _times(self, seconds: float | None = None) -> tuple[Any, tuple[Any, ...]]:
+        return self.ttl if seconds is None else seconds, ()

@@ -90,6 +90,10 @@ class RunOptions(BaseModel):
     pending: Literal["refuse", "decline"] = "refuse"
     """A new message while approvals wait: refused with `PendingApprovalError`, or
     `"decline"`: the waiting calls are declined first (they never run)."""
+    on_busy: Literal["reject", "enqueue", "interrupt", "rollback"] = "reject"
+    """A new message while a run holds the thread (SPEC §29, double texting): refused
+    (`ThreadBusyError`), queued behind it, or run once it has stopped with its finished
+    steps kept (`interrupt`) or discarded (`rollback`); see `supervisor_graph/run/busy.py`."""
     budget: Budget | None = None
     """Limits for the whole call, every delegation included (SPEC §25; nodes/budget.py)."""
     output_schema: OutputSchema | None = None

@@ -1,12 +1,17 @@
 """A run's hold on its thread: taken before the run starts, renewed while it runs, given
 back when it ends (SPEC §19, "one run per thread"). The leases themselves live in the
-memory's database (`checkpointers/leases.py`), so they hold across processes."""
+memory's database (`checkpointers/leases.py`), so they hold across processes.
+
+A caller that finds the thread busy may wait its turn in the thread's queue instead
+(`wait_turn`, SPEC §29 double texting), asking the run that holds it to stop; a run's
+lease taken with `stoppable=True` hears such a request (`stop`, `stopped`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from typing import Any
 
 from supervisor_graph.checkpointers.leases import Lease, Leases, new_owner
 from supervisor_graph.declaration.errors import ThreadBusyError
@@ -19,14 +24,17 @@ log = logging.getLogger("supervisor_graph")
 class ThreadLease:
     """One run's lease on one thread."""
 
-    __slots__ = ("leases", "thread_id", "owner", "acquired", "_heartbeat")
+    __slots__ = ("leases", "thread_id", "owner", "acquired", "_heartbeat", "stop", "stopped")
 
-    def __init__(self, leases: Leases, thread_id: str) -> None:
+    def __init__(self, leases: Leases, thread_id: str, *, stoppable: bool = False) -> None:
         self.leases = leases
         self.thread_id = thread_id
         self.owner = new_owner()
         self.acquired: Lease | None = None
         self._heartbeat: asyncio.Task[None] | None = None
+        # what a waiting caller asked of this run ("interrupt" / "rollback"), once it has
+        self.stop: str | None = None
+        self.stopped: asyncio.Event | None = asyncio.Event() if stoppable else None
 
     async def acquire(self) -> Lease:
         """Take the thread, or raise `ThreadBusyError` naming it."""
@@ -36,9 +44,41 @@ class ThreadLease:
                 f"thread {self.thread_id!r} already has a run in progress (in this or another process); "
                 "wait for it or use another thread"
             )
+        self._hold(got)
+        return got
+
+    async def wait_turn(self, stop: str | None, abort: Any = None) -> Lease:
+        """Queue for the busy thread and take it when its turn comes (`stop`: "interrupt"
+        or "rollback", asked of the run holding it meanwhile; None: wait for it to end).
+        `abort` (an event) set while waiting leaves the queue with `ThreadBusyError`."""
+        place = await self.leases.join(self.thread_id, self.owner, stop)
+        try:
+            while True:
+                got = await self.leases.claim(self.thread_id, self.owner, place, stop)
+                if got is not None:
+                    self._hold(got)
+                    return got
+                if abort is not None and abort.is_set():
+                    raise ThreadBusyError(
+                        f"the call was aborted while it waited for thread {self.thread_id!r}; nothing ran"
+                    )
+                await self.leases.wait_change(self.thread_id)
+        except BaseException:
+            if self.acquired is None:
+                await asyncio.shield(self.leases.leave(self.thread_id, self.owner))
+            raise
+
+    def _hold(self, got: Lease) -> None:
         self.acquired = got
         self._heartbeat = asyncio.create_task(self._renew())
-        return got
+        if self.stopped is not None:
+            self.leases.watch(self.thread_id, self.owner, self._on_stop)
+
+    def _on_stop(self, kind: str) -> None:
+        if self.stop != "rollback":  # a rollback asked for is never weakened to an interrupt
+            self.stop = kind
+        assert self.stopped is not None
+        self.stopped.set()
 
     async def _renew(self) -> None:
         while True:
@@ -58,6 +98,8 @@ class ThreadLease:
         if acquired is None:
             return
         self.acquired = None
+        if self.stopped is not None:
+            self.leases.unwatch(self.thread_id, self.owner)
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -9,6 +9,7 @@ repair, ephemeral storage, background hosts) never call back into it."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from supervisor_graph.nodes.delegation import (
 )
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions, merge_options
 from supervisor_graph.nodes.versions import VERSIONS_KEY
+from supervisor_graph.run.busy import discard_last_run, stop_reason, take_thread
 from supervisor_graph.run.chunks import Usage
 from supervisor_graph.run.ephemeral import ephemeral_saver, ephemeral_store
 from supervisor_graph.run.paused import PausedRun, paused_runs
@@ -107,6 +109,8 @@ class Run:
     # how the run ended: paused on approvals or not (None: it did not get to say)
     waiting: bool | None = None
     background: RunBackground | None = None
+    # when the run was ready to drive (a rollback discards what it saved from then on)
+    started_at: float = 0.0
 
     # -- 1. start: options, input, thread, repairs, versions, background hosts ---------
 
@@ -184,8 +188,9 @@ class Run:
                 # tool or a delegation is on disk before its side effects begin (SPEC §19)
                 durability = "sync"
             if lease is None:
-                lease = ThreadLease(opened.leases, thread_id)
-                await lease.acquire()
+                lease = ThreadLease(opened.leases, thread_id, stoppable=True)
+                # double texting (SPEC §29): follow-up runs of background outcomes never wait
+                await take_thread(lease, "reject" if notices_only else opts.on_busy, opts.abort_signal)
         request_context = opts.request_context if opts.request_context is not None else RequestContext()
         request_context.set(RUN_ID_KEY, str(run_uuid))
         if thread_id is not None:
@@ -239,6 +244,7 @@ class Run:
             except BaseException:
                 await run.release(ran=False)  # a repair that did not happen is owed to the next run
                 raise
+        run.started_at = time.time()
         return run
 
     async def _deliver_outcomes(self) -> None:
@@ -282,19 +288,21 @@ class Run:
             await self.release()
 
     async def until_aborted(self, coro: Coroutine[Any, Any, T]) -> tuple[T | None, bool]:
-        """Run `coro`; cancel it (and any model call in flight) when the abort signal fires."""
-        signal = self.options.abort_signal
-        if signal is None:
+        """Run `coro`; cancel it (and any model call in flight) when the abort signal
+        fires, or a new message on the thread asks the run to stop (SPEC §29)."""
+        signals = [s for s in (self.options.abort_signal, self.lease.stopped if self.lease else None) if s is not None]
+        if not signals:
             return await coro, False
-        if signal.is_set():
+        if any(signal.is_set() for signal in signals):
             coro.close()
             return None, True
         task = asyncio.ensure_future(coro)
-        waiter = asyncio.ensure_future(signal.wait())
+        waiters = [asyncio.ensure_future(signal.wait()) for signal in signals]
         try:
-            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({task, *waiters}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            waiter.cancel()
+            for waiter in waiters:
+                waiter.cancel()
         if task.done():
             return task.result(), False
         task.cancel()
@@ -341,7 +349,18 @@ class Run:
                 ended = GenerateResult(text="", messages=[], usage=Usage(), finish_reason="abort", run_id=self.run_id)
                 await self._remember(ended)
             return None
+        if reason == "abort" and self.lease is not None and self.lease.stop == "rollback":
+            # a resumed run goes with the run it resumed (SPEC §29: approvals included)
+            await discard_last_run(self.graph, self.saver, self.config, None if self.input_count == 0 else self.started_at)
+            return None
         return await close_unanswered(self.graph, self.config, lambda call: ABORTED_TOOL_TEXT, reason)
+
+    @property
+    def abort_reason(self) -> Any:
+        """Why the run was aborted: the abort signal's reason, or the new message's."""
+        if self.lease is not None and self.lease.stop is not None:
+            return stop_reason(self.lease.stop)
+        return getattr(self.options.abort_signal, "reason", None)
 
     # -- 4. release -----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from supervisor_graph.checkpointers.leases import Lease
 from supervisor_graph.declaration.errors import PendingApprovalError
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
 from supervisor_graph.nodes.tools import ABORTED_TOOL_TEXT, DECLINED_TEXT, INTERRUPTED_TOOL_TEXT, approval_consumed
+from supervisor_graph.run.busy import discard_last_run
 from supervisor_graph.run.results import client_tools, pending_items
 
 if TYPE_CHECKING:
@@ -110,6 +111,9 @@ async def settle_thread(run: Run, lease: Lease) -> None:
         await close_unanswered(run.graph, run.config, lambda call: INTERRUPTED_TOOL_TEXT, "error")
         return
     if not waiting:
+        return
+    if run.options.on_busy == "rollback":  # the paused run is discarded, approvals included (SPEC §29)
+        await discard_last_run(run.graph, run.saver, run.config)
         return
     if run.options.pending == "decline":
         declined = {item.value.get("tool_call_id") for item in waiting if isinstance(item.value, dict)}

@@ -129,7 +129,7 @@ class AgentStream:
                 last_values = {**last_values, "__interrupt__": tuple(interrupts.values())}
             if aborted:
                 last_values = await run.repair()
-                emit(make_chunk("abort", {"reason": getattr(run.options.abort_signal, "reason", None)}, run.run_id, (run.agent.id,)))
+                emit(make_chunk("abort", {"reason": run.abort_reason}, run.run_id, (run.agent.id,)))
             self._finish(await run.finish(last_values, aborted))
         except BaseException as exc:  # surfaced to readers as an error chunk and by result()
             self._error = exc

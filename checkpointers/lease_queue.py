@@ -1,0 +1,180 @@
+"""The queue of callers waiting for a busy thread, in the lease database (SPEC §29,
+double texting; the leases themselves: `leases.py`).
+
+A waiter is a row of `supervisor_graph_lease_waiters`, kept alive by its looks (`claim`,
+every `WAIT_POLL` seconds) and gone `WAITER_TTL` seconds after its last one (at once when
+its process died on this host). Callers with a stop request (`interrupt`, `rollback`)
+come before plain waiters (`enqueue`), each kind in arrival order. A releasing holder
+hands the lease straight to the first live waiter (`HAND_OVER`; the release statement
+itself says whether there is one: `NO_WAITER`). A waiter with a stop request names the
+current holder in its row (`stops`); each process looks for requests naming its holders
+with one query every `STOP_POLL` seconds while it holds some lease (`watch`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["HAND_OVER", "NO_WAITER", "STOP_POLL", "WAITERS", "WAITERS_INDEX", "WAITER_TTL", "WAIT_POLL", "SqlQueue"]
+
+# seconds between a holder process's looks for stop requests, and between a waiter's
+# looks for its turn; a waiter's row outlives its last look by WAITER_TTL seconds
+STOP_POLL = 0.2
+WAIT_POLL = 0.1
+WAITER_TTL = 5.0
+
+# The queue of callers waiting for a busy thread (double texting). `stops`: the holder a
+# waiter with a stop request asks to stop. Releases consult it in the same statement
+# (no extra round trip): with a live waiter, nothing is deleted and the lease is handed over.
+WAITERS = """
+CREATE TABLE IF NOT EXISTS supervisor_graph_lease_waiters (
+    place {serial} PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    stop TEXT,
+    stops TEXT,
+    expires_at {time} NOT NULL
+)
+"""
+WAITERS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS supervisor_graph_lease_waiters_thread ON supervisor_graph_lease_waiters (thread_id)"
+)
+NO_WAITER = (
+    " AND NOT EXISTS (SELECT 1 FROM supervisor_graph_lease_waiters w WHERE w.thread_id = {p} AND w.expires_at > {now})"
+)
+_JOIN = (
+    "INSERT INTO supervisor_graph_lease_waiters (thread_id, owner, stop, expires_at) VALUES ({p}, {p}, {p}, {expires}) "
+    "RETURNING place"
+)
+_REJOIN = (
+    "INSERT INTO supervisor_graph_lease_waiters (place, thread_id, owner, stop, stops, expires_at) "
+    "VALUES ({p}, {p}, {p}, {p}, {p}, {expires})"
+)
+_QUEUE = (
+    "SELECT place, owner FROM supervisor_graph_lease_waiters WHERE thread_id = {p} AND expires_at > {now} "
+    "ORDER BY (stop IS NULL), place"
+)
+_ROW = "SELECT owner, repair, waiting FROM supervisor_graph_leases WHERE thread_id = {p}"
+_KEEP_WAITING = "UPDATE supervisor_graph_lease_waiters SET expires_at = {expires}, stops = {p} WHERE place = {p}"
+_LEAVE = "DELETE FROM supervisor_graph_lease_waiters WHERE thread_id = {p} AND owner = {p}"
+_DROP_WAITER = "DELETE FROM supervisor_graph_lease_waiters WHERE place = {p}"
+HAND_OVER = (
+    "UPDATE supervisor_graph_leases SET owner = {p}, expires_at = {expires}, repair = {p}, waiting = {p} "
+    "WHERE thread_id = {p} AND owner = {p}"
+)
+_STOPS = "SELECT stops, stop FROM supervisor_graph_lease_waiters WHERE stops IS NOT NULL AND expires_at > {now}"
+
+
+class SqlQueue:
+    """The queue's part of the SQL leases (`leases._SqlLeases`): it provides the
+    connection, its lock, the statement helpers and `_acquire`."""
+
+    _conn: Any
+    _lock: asyncio.Lock
+    _watchers: dict[str, Callable[[str], None]]
+    _poller: asyncio.Task[None] | None
+    _querying: bool
+
+    def _sql(self, template: str) -> str:
+        raise NotImplementedError
+
+    def _times(self, seconds: float | None = None) -> tuple[Any, tuple[Any, ...]]:
+        raise NotImplementedError
+
+    async def _one(self, template: str, params: tuple[Any, ...]) -> Any:
+        raise NotImplementedError
+
+    async def _count(self, template: str, params: tuple[Any, ...]) -> int:
+        raise NotImplementedError
+
+    async def _acquire(self, thread_id: str, owner: str) -> Any:
+        raise NotImplementedError
+
+    async def release(self, thread_id: str, owner: str, *, repair: bool = False, waiting: bool = False) -> None:
+        raise NotImplementedError
+
+    def _lease(self, repair: bool, waiting: bool) -> Any:
+        raise NotImplementedError
+
+    def _dead(self, owner: str) -> bool:
+        raise NotImplementedError
+
+    async def _head(self, thread_id: str) -> tuple[int, str] | None:
+        """The first live waiter (place, owner); waiters whose process died on this host
+        leave the queue here."""
+        _, now = self._times()
+        cursor = await self._conn.execute(self._sql(_QUEUE), (thread_id, *now))
+        for place, owner in await cursor.fetchall():
+            if not self._dead(owner):
+                return int(place), str(owner)
+            await self._count(_DROP_WAITER, (place,))
+        return None
+
+    async def join(self, thread_id: str, owner: str, stop: str | None) -> int:
+        expires, _ = self._times(WAITER_TTL)
+        async with self._lock:
+            row = await self._one(_JOIN, (thread_id, owner, stop, expires))
+        return int(row[0])
+
+    async def claim(self, thread_id: str, owner: str, place: int, stop: str | None) -> Any:
+        async with self._lock:
+            row = await self._one(_ROW, (thread_id,))
+            got: Any = None
+            if row is not None and row[0] == owner:  # handed over by the last holder
+                got = self._lease(bool(row[1]), bool(row[2]))
+            else:
+                head = await self._head(thread_id)
+                if head is not None and head[0] == place:
+                    got = await self._acquire(thread_id, owner)
+            if got is not None:
+                await self._count(_LEAVE, (thread_id, owner))
+                return got
+            stops = row[0] if stop is not None and row is not None else None
+            expires, _ = self._times(WAITER_TTL)
+            if not await self._count(_KEEP_WAITING, (expires, stops, place)):
+                # this waiter's row lapsed (its loop was held up): back in its place
+                await self._count(_REJOIN, (place, thread_id, owner, stop, stops, expires))
+            return None
+
+    async def leave(self, thread_id: str, owner: str) -> None:
+        async with self._lock:
+            await self._count(_LEAVE, (thread_id, owner))
+            row = await self._one(_ROW, (thread_id,))
+        if row is not None and row[0] == owner:  # handed over meanwhile: pass it on
+            await self.release(thread_id, owner, repair=bool(row[1]), waiting=bool(row[2]))
+
+    def watch(self, thread_id: str, owner: str, on_stop: Callable[[str], None]) -> None:
+        self._watchers[owner] = on_stop
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(self._poll_stops())
+
+    def unwatch(self, thread_id: str, owner: str) -> None:
+        self._watchers.pop(owner, None)
+        if not self._watchers and self._poller is not None and not self._querying:
+            self._poller.cancel()  # asleep: nothing of the connection's is interrupted
+            self._poller = None
+
+    async def _poll_stops(self) -> None:
+        """One query per `STOP_POLL` for every run this process holds a lease for."""
+        while self._watchers:
+            await asyncio.sleep(STOP_POLL)
+            if not self._watchers:
+                return
+            _, now = self._times()
+            self._querying = True
+            try:
+                async with self._lock:
+                    cursor = await self._conn.execute(self._sql(_STOPS), now)
+                    rows = await cursor.fetchall()
+            except Exception:  # noqa: BLE001 - looked for again at the next poll
+                continue
+            finally:
+                self._querying = False
+            for stops, stop in rows:
+                on_stop = self._watchers.get(stops)
+                if on_stop is not None:
+                    on_stop(stop)
+
+    async def wait_change(self, thread_id: str) -> None:
+        await asyncio.sleep(WAIT_POLL)
