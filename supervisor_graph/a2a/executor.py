@@ -65,6 +65,13 @@ _MESSAGES = {
 }
 
 
+def _on_busy(message: Message | None) -> Any:
+    """The `on_busy` of a message's metadata (SPEC §29), or None."""
+    if message is None or not message.HasField("metadata") or "on_busy" not in message.metadata:
+        return None
+    return message.metadata["on_busy"]
+
+
 def _message(task_id: str, context_id: str, text: str, data: dict[str, Any] | None = None) -> Message:
     parts: list[Part] = [new_text_part(text)]
     if data is not None:
@@ -130,7 +137,7 @@ class SupervisorExecutor(AgentExecutor):
                     role="user",
                     content=text,
                 )
-                input = self._input(context_id, messages=[user])
+                input = self._input(context_id, messages=[user], on_busy=_on_busy(message))
             await self._drive(input, context, updater, run)
         finally:
             run.ended.set()
@@ -138,7 +145,12 @@ class SupervisorExecutor(AgentExecutor):
                 del self._runs[task_id]
 
     def _input(
-        self, thread_id: str, *, messages: list[Any] | None = None, resume: list[ResumeEntry] | None = None
+        self,
+        thread_id: str,
+        *,
+        messages: list[Any] | None = None,
+        resume: list[ResumeEntry] | None = None,
+        on_busy: Any = None,
     ) -> RunAgentInput:
         return RunAgentInput(
             thread_id=thread_id,
@@ -147,7 +159,8 @@ class SupervisorExecutor(AgentExecutor):
             messages=messages or [],
             tools=[],
             context=[],
-            forwarded_props={},
+            # double texting (SPEC §29): the message's metadata `on_busy`, else the bridge's
+            forwarded_props={"on_busy": on_busy} if on_busy is not None else {},
             resume=resume,
         )
 

@@ -42,6 +42,7 @@ from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.context import AbortController
 from supervisor_graph.nodes.errors import log_failure
 from supervisor_graph.nodes.structured_output import output_schema_of
+from supervisor_graph.run.busy import check_on_busy
 from supervisor_graph.run.facade import AgentStream
 from supervisor_graph.run.resume import pending_interrupts, resume
 
@@ -76,6 +77,9 @@ class AGUIAgent:
             result) or `"attributed"` (each delegation is an AG-UI subagent invocation).
         subagent_tool_results: `"omit"` sends subagents' own tool results empty.
         compat: `"mastra"` emits the reference Mastra bridge's shapes.
+        on_busy: what a new message does while a run holds its thread (SPEC §29):
+            `"reject"` (`THREAD_BUSY`), `"enqueue"`, `"interrupt"` or `"rollback"`;
+            `forwardedProps: {"on_busy": ...}` chooses per run.
 
     Example:
         >>> from supervisor_graph.testing import ScriptedChatModel
@@ -93,6 +97,7 @@ class AGUIAgent:
         subagent_tool_results: Literal["full", "omit"] = "full",
         compat: Literal["mastra"] | None = None,
         until_idle: bool = True,
+        on_busy: str = "reject",
     ) -> None:
         if not isinstance(agent, Agent | RemoteAgent):
             raise TypeError(f"AGUIAgent serves a supervisor_graph.Agent or RemoteAgent, not a {type(agent).__name__}")
@@ -102,6 +107,7 @@ class AGUIAgent:
             raise ValueError("subagent_tool_results must be 'full' or 'omit'")
         if compat not in (None, "mastra"):
             raise ValueError("compat must be None or 'mastra'")
+        self.on_busy = check_on_busy(on_busy)
         self.remote = RemoteBridge(agent) if isinstance(agent, RemoteAgent) else None
         self.resource_id = resource_id
         self.subagent_visibility = subagent_visibility
@@ -317,12 +323,21 @@ class AGUIAgent:
                     }
                 },
             }
+            try:  # double texting (SPEC §29)
+                on_busy = options["on_busy"] = check_on_busy(props.get("on_busy", self.on_busy), "forwardedProps.on_busy")
+            except ValueError as exc:
+                raise InputError("INVALID_ON_BUSY", f"{exc}; nothing was run.") from None
             if props.get("output_schema") is not None:  # a typed answer for this run (SPEC §28)
                 try:
                     options["output_schema"] = output_schema_of(props["output_schema"], "forwardedProps.output_schema")
                 except ValueError as exc:
                     raise InputError("INVALID_OUTPUT_SCHEMA", str(exc)) from None
-            pending = [Pause.of_value(i.id, i.value) for i in await pending_interrupts(agent, memory=memory)]
+            try:
+                pending = [Pause.of_value(i.id, i.value) for i in await pending_interrupts(agent, memory=memory)]
+            except ThreadBusyError:
+                if on_busy == "reject" or resuming:
+                    raise
+                pending = []  # a run holds the thread: not paused; the run below waits its turn
             state_view: dict[str, Any] | None = None
             if self._state is not None:
                 state_view = await self._state.sync(input.state, input.thread_id, resource, paused=bool(pending))
@@ -341,7 +356,7 @@ class AGUIAgent:
                 stream = await resume(agent, answers, streaming=True, **options)
                 assert isinstance(stream, AgentStream)
             else:
-                if pending:
+                if pending and on_busy != "rollback":  # rollback discards the paused run
                     raise InputError(
                         "INTERRUPT_PENDING",
                         f"{len(pending)} interrupt(s) are waiting on this thread; answer them with RunAgentInput.resume first.",

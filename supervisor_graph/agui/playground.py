@@ -57,6 +57,7 @@ def add_playground(app: FastAPI, main: AGUIAgent) -> None:
         subagent_visibility="attributed",
         compat="mastra" if main.dialect.camel else None,
         until_idle=main.until_idle,
+        on_busy=main.on_busy,
     )
     add_agui_endpoint(app, bridge, PLAYGROUND_AGENT_PATH)
     page = (ASSETS / "index.html").read_text(encoding="utf-8")

@@ -8,6 +8,7 @@
                            [--subagents hidden|attributed] [--resource ID]
                            [--auth-token TOKEN] [--allowed-hosts H1,H2] [--workers N]
                            [--max-body-bytes N] [--max-thread-id-length N]
+                           [--on-busy reject|enqueue|interrupt|rollback]
     supervisor-graph versions list|save|publish|show TARGET AGENT_ID [...] [--db PATH]
 
 TARGET names an `Agent`: `package.module:attr` or `path/to/file.py:attr`.
@@ -117,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--workers", type=int, default=1, help="worker processes (more than 1 needs the agent's memory on sqlite or Postgres)"
+    )
+    serve.add_argument(
+        "--on-busy",
+        choices=("reject", "enqueue", "interrupt", "rollback"),
+        default="reject",
+        help="a new message while a run holds its thread: refused with THREAD_BUSY (default), queued, or run "
+        "once the current run has stopped, its steps kept (interrupt) or discarded (rollback); a request's "
+        "forwardedProps.on_busy (MCP: the on_busy argument, A2A: message metadata on_busy) wins",
     )
     serve.add_argument(
         "--mcp", action="store_true", help="also serve the agent as an MCP server at /mcp (the mcp extra)"

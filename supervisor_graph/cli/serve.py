@@ -40,6 +40,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "allowed_hosts": hosts if hosts is not None else default_allowed_hosts(args.host),
         "max_body_bytes": args.max_body_bytes,
         "max_thread_id_length": args.max_thread_id_length,
+        "on_busy": getattr(args, "on_busy", "reject"),
     }
     if args.mcp:
         try:

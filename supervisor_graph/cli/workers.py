@@ -43,7 +43,10 @@ def build_app(agent: Agent, settings: dict[str, Any]) -> FastAPI:
     from supervisor_graph.agui.agent import AGUIAgent
 
     bridge = AGUIAgent(
-        agent, resource_id=settings.pop("resource_id"), subagent_visibility=settings.pop("subagent_visibility")
+        agent,
+        resource_id=settings.pop("resource_id"),
+        subagent_visibility=settings.pop("subagent_visibility"),
+        on_busy=settings.pop("on_busy", "reject"),
     )
     path = settings.pop("path")
     app = create_app(bridge, path, **settings)

@@ -57,6 +57,7 @@ from starlette.types import Message, Receive, Scope, Send
 from supervisor_graph.agui.agent import AGUIAgent
 from supervisor_graph.agui.serving import DEFAULT_MAX_THREAD_ID_LENGTH, thread_id_problem
 from supervisor_graph.mcp.progress import ProgressReporter
+from supervisor_graph.run.busy import OnBusy
 
 __all__ = ["add_mcp_endpoint", "tool_name"]
 
@@ -248,8 +249,9 @@ def add_mcp_endpoint(
     stateless: any worker process can answer any request).
 
     The tool `ask_<agent id>` takes `prompt` and an optional `thread_id` (a new thread
-    each call without one; the result's structured content names it) and returns the
-    answer's text. Put it on the app `create_app(bridge, agui_path, ...)` built: its
+    each call without one; the result's structured content names it), and an optional
+    `on_busy` (SPEC §29: what the call does while a run holds the thread; the bridge's
+    default otherwise), and returns the answer's text. Put it on the app `create_app(bridge, agui_path, ...)` built: its
     guard checks `/mcp` like the AG-UI routes. The app must run its lifespan (uvicorn
     does by default).
     """
@@ -264,7 +266,9 @@ def add_mcp_endpoint(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
-    async def ask(prompt: str, ctx: Context[Any, Any, Any], thread_id: str | None = None) -> CallToolResult:
+    async def ask(
+        prompt: str, ctx: Context[Any, Any, Any], thread_id: str | None = None, on_busy: OnBusy | None = None
+    ) -> CallToolResult:
         request = ctx.request_context.request
         thread = thread_id if thread_id is not None else f"mcp-{uuid.uuid4().hex}"
         problem = thread_id_problem(thread, max_thread_id_length)
@@ -277,7 +281,7 @@ def add_mcp_endpoint(
             messages=[UserMessage(id=f"mcp-{uuid.uuid4().hex}", role="user", content=prompt)],
             tools=[],
             context=[],
-            forwarded_props={},
+            forwarded_props={"on_busy": on_busy} if on_busy is not None else {},  # double texting (SPEC §29)
         )
         texts: dict[str, list[str]] = {}
         progress = ProgressReporter(ctx, bridge.agent, attributed=bridge.subagent_visibility == "attributed")

@@ -494,7 +494,10 @@ function onEvent(event) {
 }
 
 async function run({ text = null, resume = null } = {}) {
-  if (app.running) return;
+  // a message sent while a run is going stops it and runs next, with its context
+  // (double texting, SPEC §29: forwardedProps.on_busy = "interrupt")
+  const busy = app.running !== null;
+  if (busy && text === null) return;
   if (text !== null) {
     const message = { id: uid("user"), role: "user", content: text };
     app.messages.push(message);
@@ -502,7 +505,6 @@ async function run({ text = null, resume = null } = {}) {
   }
   const controller = new AbortController();
   app.running = controller;
-  $("send").disabled = true;
   $("cancel").disabled = false;
   setStatus("running…", "running");
   timeline.begin(app.threadId, { resume: Boolean(resume) });
@@ -513,7 +515,7 @@ async function run({ text = null, resume = null } = {}) {
     state: {},
     tools: [],
     context: [],
-    forwardedProps: {},
+    forwardedProps: busy ? { on_busy: "interrupt" } : {},
     ...(resume ? { resume } : {}),
   };
   try {
@@ -535,7 +537,8 @@ async function run({ text = null, resume = null } = {}) {
         const frame = buffer.slice(0, cut);
         buffer = buffer.slice(cut + 2);
         const data = frame.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
-        if (data) onEvent(JSON.parse(data));
+        // a run a newer message stopped: its events show, its end does not set the status
+        if (data) { const event = JSON.parse(data); if (app.running === controller || !event.type.startsWith("RUN_")) onEvent(event); }
       }
     }
   } catch (error) {
@@ -549,10 +552,11 @@ async function run({ text = null, resume = null } = {}) {
       timeline.stop("failed");
     }
   } finally {
-    timeline.stop("cancelled"); // a stream that ended with no terminal event
-    app.running = null;
-    $("send").disabled = false;
-    $("cancel").disabled = true;
+    if (app.running === controller) {
+      timeline.stop("cancelled"); // a stream that ended with no terminal event
+      app.running = null;
+      $("cancel").disabled = true;
+    }
     loadThreads();
   }
 }
@@ -560,7 +564,7 @@ async function run({ text = null, resume = null } = {}) {
 $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
   const text = $("prompt").value.trim();
-  if (!text || app.running) return;
+  if (!text) return;
   $("prompt").value = "";
   resetRunViews();
   run({ text });
