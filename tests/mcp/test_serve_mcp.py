@@ -92,7 +92,8 @@ def test_lists_one_tool_named_after_the_agent(served: str) -> None:
     assert init.serverInfo.name == "help-desk"
     assert [t.name for t in listed.tools] == ["ask_help_desk"]
     schema = listed.tools[0].inputSchema
-    assert set(schema["properties"]) == {"prompt", "thread_id"}
+    assert set(schema["properties"]) == {"prompt", "thread_id", "on_busy"}
+    assert set(schema["properties"]["on_busy"]["anyOf"][0]["enum"]) == {"reject", "enqueue", "interrupt", "rollback"}
     assert schema["required"] == ["prompt"]
 
 
@@ -138,6 +139,22 @@ def test_a_busy_thread_and_a_bad_thread_id_are_tool_errors(served: str) -> None:
     assert slow.content[0].text == "done: waited"
     long = asyncio.run(_call(served, {"prompt": "hi", "thread_id": "x" * 65}))
     assert long.isError and long.content[0].text.startswith("INVALID_THREAD_ID")
+
+
+def test_on_busy_interrupts_or_queues_behind_a_running_call(served: str) -> None:
+    async def both(on_busy: str, thread: str) -> list[Any]:
+        slow = asyncio.create_task(_call(served, {"prompt": "wait a bit", "thread_id": thread}))
+        await asyncio.sleep(1.2)  # the slow call holds the thread by then (its tool waits 3 s)
+        second = await _call(served, {"prompt": "hello", "thread_id": thread, "on_busy": on_busy})
+        return [second, await slow]
+
+    second, slow = asyncio.run(both("interrupt", "mcp-interrupt"))
+    assert second.content[0].text == "you said: wait a bit | hello"  # with the stopped call's context
+    assert not slow.isError and slow.content[0].text == ""  # stopped before it answered
+    second, slow = asyncio.run(both("enqueue", "mcp-enqueue"))
+    assert slow.content[0].text == "done: waited" and second.content[0].text == "you said: wait a bit | hello"
+    wrong = asyncio.run(_call(served, {"prompt": "hi", "thread_id": "mcp-enqueue", "on_busy": "later"}))
+    assert wrong.isError and "enqueue" in wrong.content[0].text
 
 
 def test_the_token_guards_mcp() -> None:
