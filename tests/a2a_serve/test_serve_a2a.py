@@ -339,3 +339,30 @@ async def test_a_context_belongs_to_the_user_who_started_it() -> None:
     assert mine.status.state == TaskState.TASK_STATE_COMPLETED
     assert theirs.status.state == TaskState.TASK_STATE_FAILED
     assert "another user" in get_text_parts(theirs.status.message.parts)[0]
+
+
+async def test_message_metadata_on_busy_interrupts_the_running_task(served: tuple[str, list[int]]) -> None:
+    url, _ = served
+    context = f"ctx-{uuid.uuid4()}"
+    async with httpx.AsyncClient(timeout=30) as http:
+        client = await _client(url, http, streaming=True)
+        stream = client.send_message(_request("slow one", context_id=context))
+        first = await stream.__anext__()
+        for _ in range(100):  # the run is working once its lease is taken
+            got = await client.get_task(GetTaskRequest(id=first.task.id))
+            if got.status.state == TaskState.TASK_STATE_WORKING:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        request = _request("hi", context_id=context)
+        request.message.metadata.update({"on_busy": "interrupt"})  # double texting (SPEC §29)
+        other = await _client(url, http, streaming=False)
+        second = await _send(other, request)
+        assert second.status.state == TaskState.TASK_STATE_COMPLETED
+        assert "Hello there, turn 2." in str(second)  # with the stopped run's message before it
+        await _all(stream)
+        request = _request("hi", context_id=context)
+        request.message.metadata.update({"on_busy": "later"})
+        wrong = await _send(other, request)
+        assert wrong.status.state == TaskState.TASK_STATE_FAILED
+        assert "enqueue" in get_text_parts(wrong.status.message.parts)[0]
