@@ -141,6 +141,10 @@ class GuardContext(BaseModel):
     """The name of the guard being run."""
     attempt: int = 0
     """How many times this boundary's text was already sent back (`retry`)."""
+    record_usage: Callable[[str, dict[str, int]], None] | None = None
+    """Set by the node: a guard that calls a model reports each call's tokens here,
+    `record_usage(guard_name, {"input_tokens", "output_tokens", "total_tokens"})`, so they
+    count in `usage_by_agent` (under the guard's name) and against the run's budgets."""
 
 
 # -- declaring a guard ------------------------------------------------------------------
@@ -276,6 +280,7 @@ async def check_boundary(
     subagent: str | None = None,
     attempt: int = 0,
     on_verdict: Callable[[Guardrail, str, Any], None] | None = None,
+    record_usage: Callable[[str, dict[str, int]], None] | None = None,
 ) -> GuardOutcome:
     """Run the guards declared at `boundary` on `text`, in order; a redaction is what the
     next guard sees. Stops at the first retry (while `attempt` is under that guard's
@@ -293,6 +298,7 @@ async def check_boundary(
             request_context=context,
             guard=guard.name,
             attempt=attempt,
+            record_usage=record_usage,
         )
         try:
             verdict = _as_verdict(await guard.verdict(ctx), guard)

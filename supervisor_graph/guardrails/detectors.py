@@ -1,0 +1,199 @@
+"""Deterministic PII and secret detectors for the `pii` guard (SPEC §30): regular
+expressions, each with the check that tells a real value from a look-alike (the Luhn
+check for card numbers, mod 97 for IBANs, `ipaddress` for IP addresses, entropy and
+letter runs for unlabelled secrets). No model, no download.
+
+    >>> [(m.kind, m.value) for m in detect_pii("Mail jo@example.com, card 4111 1111 1111 1111")]
+    [('email', 'jo@example.com'), ('credit_card', '4111 1111 1111 1111')]
+    >>> detect_pii("order 4111 1111 1111 1112, build 1.2.3.4 of v1.2.3.4")  # Luhn fails; a version
+    []
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+__all__ = ["PII_KINDS", "PIIMatch", "detect_pii", "luhn_valid", "iban_valid"]
+
+PII_KINDS: tuple[str, ...] = ("email", "phone", "credit_card", "iban", "ip_address", "secret")
+"""What the deterministic detectors find: `pii(kinds=...)` takes any of them."""
+
+
+@dataclass(frozen=True)
+class PIIMatch:
+    """One value found in a text: its `kind` (one of `PII_KINDS`) and where it is."""
+
+    kind: str
+    start: int
+    end: int
+    value: str
+
+
+# -- the checks ---------------------------------------------------------------------------
+
+
+def luhn_valid(digits: str) -> bool:
+    """The Luhn checksum of a card number (digits only)."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def iban_valid(iban: str) -> bool:
+    """ISO 13616: 15-34 characters, and mod 97 of the rearranged number is 1."""
+    iban = iban.replace(" ", "").upper()
+    if not 15 <= len(iban) <= 34 or not iban[:2].isalpha() or not iban[2:4].isdigit() or not iban.isalnum():
+        return False
+    rearranged = iban[4:] + iban[:4]
+    return int("".join(str(int(ch, 36)) for ch in rearranged)) % 97 == 1
+
+
+def _entropy(token: str) -> float:
+    n = len(token)
+    return -sum(c / n * math.log2(c / n) for c in Counter(token).values())
+
+
+_WORD = re.compile(r"[A-Z]?[a-z]{3,}")
+
+
+def _looks_random(token: str) -> bool:
+    """A long token of mixed case and digits, with high entropy and few word-like runs
+    of letters: a key, not a CamelCase name, a path or a word."""
+    if not (any(c.islower() for c in token) and any(c.isupper() for c in token) and any(c.isdigit() for c in token)):
+        return False  # hex digests, UUIDs and ids in one case stay
+    if _entropy(token) < 3.5:
+        return False
+    wordy = sum(len(word) for word in _WORD.findall(token))  # `User`, `settings`: parts of names
+    return wordy <= 0.5 * len(token)
+
+
+# -- the expressions ------------------------------------------------------------------------
+
+_EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![\w-])")
+_PHONE = re.compile(
+    r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,5}(?![\w])"  # international: +44 20 7946 0958
+    r"|(?<![\w(])(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4}(?![\w])"  # North American: (555) 123-4567
+)
+_CARD = re.compile(r"(?<![\w.-])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\w-])")
+_IBAN = re.compile(r"(?<![\w])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![\w])")
+_IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d)")
+_IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?(?![\w:])")
+_VERSION_BEFORE = re.compile(r"(?:\bv|\bversion|\bver\.?|\brelease|\bbuild|\bfirmware)\s*$", re.IGNORECASE)
+_SECRET = re.compile(
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[A-Za-z0-9+/=\s\\n]*)"
+    r"|(?<![\w-])(?:"
+    r"sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"  # OpenAI, Anthropic
+    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"  # GitHub
+    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|xox[abpors]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key ids
+    r"|AIza[0-9A-Za-z_-]{35}"  # Google API keys
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # JWTs
+    r")(?![\w-])"
+)
+_TOKEN = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/_-]{20,}={0,2}(?![\w+/=-])")
+
+# when two matches overlap, the kind listed first wins (an IBAN's digits are no card number)
+_PRIORITY = {"secret": 0, "iban": 1, "credit_card": 2, "email": 3, "ip_address": 4, "phone": 5, "entropy": 6}
+
+
+def _emails(text: str) -> Iterator[PIIMatch]:
+    for m in _EMAIL.finditer(text):
+        yield PIIMatch("email", m.start(), m.end(), m.group())
+
+
+def _phones(text: str) -> Iterator[PIIMatch]:
+    for m in _PHONE.finditer(text):
+        digits = sum(ch.isdigit() for ch in m.group())
+        if 7 <= digits <= 15:
+            yield PIIMatch("phone", m.start(), m.end(), m.group())
+
+
+def _cards(text: str) -> Iterator[PIIMatch]:
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"[ -]", "", m.group())
+        if 13 <= len(digits) <= 19 and luhn_valid(digits):
+            yield PIIMatch("credit_card", m.start(), m.end(), m.group())
+
+
+def _ibans(text: str) -> Iterator[PIIMatch]:
+    for m in _IBAN.finditer(text):
+        value = m.group()
+        while value:  # a capitalised word after the number may have joined it: drop groups until it checks
+            if iban_valid(value):
+                yield PIIMatch("iban", m.start(), m.start() + len(value), value)
+                break
+            cut = value.rfind(" ")
+            value = value[:cut] if cut > 4 else ""
+
+
+def _ips(text: str) -> Iterator[PIIMatch]:
+    for m in _IPV4.finditer(text):
+        if not _VERSION_BEFORE.search(text, max(0, m.start() - 12), m.start()):
+            yield PIIMatch("ip_address", m.start(), m.end(), m.group())
+    for m in _IPV6.finditer(text):
+        value = m.group()
+        if value.count(":") < 2 or not any(ch not in ":" for ch in value):
+            continue
+        try:
+            ipaddress.IPv6Address(value)
+        except ValueError:
+            continue  # a time of day, a MAC address, `a::b` in code
+        yield PIIMatch("ip_address", m.start(), m.end(), value)
+
+
+def _secrets(text: str) -> Iterator[PIIMatch]:
+    for m in _SECRET.finditer(text):
+        yield PIIMatch("secret", m.start(), m.end(), m.group())
+
+
+def _entropy_secrets(text: str) -> Iterator[PIIMatch]:
+    for m in _TOKEN.finditer(text):
+        if _looks_random(m.group().rstrip("=")):
+            yield PIIMatch("entropy", m.start(), m.end(), m.group())
+
+
+_DETECTORS = {
+    "email": (_emails,),
+    "phone": (_phones,),
+    "credit_card": (_cards,),
+    "iban": (_ibans,),
+    "ip_address": (_ips,),
+    "secret": (_secrets, _entropy_secrets),
+}
+# what a text must hold for a detector to have anything to find (skips most of them on most texts)
+_NEEDS = {"email": "@", "phone": None, "credit_card": None, "iban": None, "ip_address": None, "secret": None}
+
+
+def detect_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> list[PIIMatch]:
+    """The values of `kinds` found in `text`, in order, none overlapping (where two
+    detectors claim the same characters, the more specific one wins: a secret, an IBAN,
+    a card number, an email, an IP address, a phone number)."""
+    found: list[PIIMatch] = []
+    for kind in kinds:
+        needs = _NEEDS.get(kind)
+        if kind not in _DETECTORS:
+            raise ValueError(f"unknown PII kind {kind!r}; the kinds are {', '.join(PII_KINDS)}")
+        if needs is not None and needs not in text:
+            continue
+        for detector in _DETECTORS[kind]:
+            found.extend(detector(text))
+    if not found:
+        return []
+    kept: list[PIIMatch] = []
+    for match in sorted(found, key=lambda m: (_PRIORITY[m.kind], m.start - m.end)):
+        if all(match.end <= k.start or match.start >= k.end for k in kept):
+            kept.append(match)
+    return sorted(
+        (PIIMatch("secret", m.start, m.end, m.value) if m.kind == "entropy" else m for m in kept), key=lambda m: m.start
+    )
