@@ -84,7 +84,7 @@ def result_schema(answer: dict[str, Any]) -> dict[str, Any]:
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {
-            "status": {"type": "string", "enum": ["answered", "paused"]},
+            "status": {"type": "string", "enum": ["answered", "paused", "stopped"]},
             "thread_id": {"type": "string"},
             "answer": {"type": "string", "description": "The object as JSON text."},
             "object": answer,
@@ -304,6 +304,12 @@ def add_mcp_endpoint(
                         base = str(request.base_url).rstrip("/") if request is not None else ""
                         text = _paused_text(waiting, thread, base, agui_path)
                         return _result(text, status="paused", thread_id=thread, waiting=waiting)
+                    if outcome is not None and outcome.type == "cancelled":
+                        # stopped before it answered: a newer message on the thread (on_busy
+                        # interrupt / rollback) or a cancel; what it said so far is kept
+                        said = "".join(texts[list(texts)[-1]]) if texts else ""
+                        text = "The run was stopped before it answered (a newer message on this thread, or a cancel)."
+                        return _result(f"{text}\n{said}" if said else text, status="stopped", thread_id=thread)
         answer = "".join(texts[list(texts)[-1]]) if texts else ""
         return _result(answer, status="answered", thread_id=thread, answer=answer)
 

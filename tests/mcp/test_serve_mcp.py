@@ -150,7 +150,8 @@ def test_on_busy_interrupts_or_queues_behind_a_running_call(served: str) -> None
 
     second, slow = asyncio.run(both("interrupt", "mcp-interrupt"))
     assert second.content[0].text == "you said: wait a bit | hello"  # with the stopped call's context
-    assert not slow.isError and slow.content[0].text == ""  # stopped before it answered
+    assert not slow.isError and slow.structuredContent["status"] == "stopped"  # stopped before it answered
+    assert slow.content[0].text.startswith("The run was stopped before it answered")
     second, slow = asyncio.run(both("enqueue", "mcp-enqueue"))
     assert slow.content[0].text == "done: waited" and second.content[0].text == "you said: wait a bit | hello"
     wrong = asyncio.run(_call(served, {"prompt": "hi", "thread_id": "mcp-enqueue", "on_busy": "later"}))
