@@ -10,6 +10,8 @@
                            [--max-body-bytes N] [--max-thread-id-length N]
                            [--on-busy reject|enqueue|interrupt|rollback]
     supervisor-graph versions list|save|publish|show TARGET AGENT_ID [...] [--db PATH]
+    supervisor-graph eval TARGET CASES [--repeat K] [--concurrency N] [--json F] [--junit F]
+                          [--baseline F] [--url URL]   (docs/evaluations.md)
 
 TARGET names an `Agent`: `package.module:attr` or `path/to/file.py:attr`.
 
@@ -26,7 +28,7 @@ one line on stderr); 3 the run is paused waiting for an answer nobody could give
 130 interrupted with Ctrl-C.
 
 This module holds the argument parser and `main()`; each command lives in a module of
-its own (`run`, `demo`, `draw`, `serve`, `versions`). `load_agent`, `EXIT_PAUSED` and
+its own (`run`, `demo`, `draw`, `serve`, `versions`, `eval`). `load_agent`, `EXIT_PAUSED` and
 `CLIError` are re-exported here for callers that import them from `cli.main`.
 """
 
@@ -39,6 +41,7 @@ import signal
 from supervisor_graph.cli.answers import add_answer_flags
 from supervisor_graph.cli.demo import cmd_demo
 from supervisor_graph.cli.draw import cmd_draw
+from supervisor_graph.cli.eval import add_eval_parser
 from supervisor_graph.cli.output import PROG, print_error
 from supervisor_graph.cli.run import EXIT_PAUSED, cmd_run
 from supervisor_graph.cli.serve import cmd_serve
@@ -54,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     from supervisor_graph.examples.research_write import DEFAULT_PROMPT, PUBLISH_PROMPT
 
     parser = argparse.ArgumentParser(prog=PROG, description="Run, inspect and demo supervisor agents.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,run,draw,serve,versions}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,run,draw,serve,versions,eval}")
 
     demo = sub.add_parser("demo", help="run the research-and-write example (offline unless --model)")
     demo.add_argument("--model", help="openai/<name>: use a real model (needs OPENAI_API_KEY or OPENAI_BASE_URL)")
@@ -142,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
 
     add_versions_parser(sub)
+    add_eval_parser(sub)
     return parser
 
 

@@ -34,7 +34,10 @@ PUBLIC_NAMES = {
 LAYERS: list[set[str]] = [
     {"bench"},
     {"supervisor_graph.cli"},
-    {"supervisor_graph.agui", "supervisor_graph.a2a", "supervisor_graph.examples", "supervisor_graph.mcp"},
+    {
+        "supervisor_graph.agui", "supervisor_graph.a2a", "supervisor_graph.examples", "supervisor_graph.mcp",
+        "supervisor_graph.evals",
+    },
     {"supervisor_graph"},  # the public surface: re-exports only
     {"supervisor_graph.agent"},
     {"supervisor_graph.run"},

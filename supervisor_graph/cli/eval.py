@@ -1,0 +1,83 @@
+"""`supervisor-graph eval TARGET CASES`: run a case file against an agent (or, with
+`--url`, against a served one over AG-UI), print the report, write JSON / JUnit XML,
+compare with a baseline, and exit 0 (every case passed), 1 (a case failed or errored)
+or 2 (the harness could not run: a bad file, an import error)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from supervisor_graph.cli.output import make_console
+from supervisor_graph.cli.target import load_agent
+from supervisor_graph.declaration.errors import CLIError
+from supervisor_graph.evals import EvalFileError, HarnessError, run
+from supervisor_graph.evals.console import print_report
+from supervisor_graph.evals.loading import load_cases
+
+__all__ = ["add_eval_parser", "cmd_eval"]
+
+
+def add_eval_parser(sub: Any) -> None:
+    parser = sub.add_parser("eval", help="run a case file against an agent and gate on the result (CI)")
+    parser.add_argument(
+        "paths", nargs="+", metavar="[TARGET] CASES", help="module:attr naming the Agent, then the case file "
+        "(.yaml, .jsonl, or an ADK evalset .json); with --url the TARGET may be left out"
+    )
+    parser.add_argument("--repeat", type=int, default=1, metavar="K", help="runs per case (pass rate and pass^k)")
+    parser.add_argument("--concurrency", type=int, default=4, metavar="N", help="runs at once (default 4)")
+    parser.add_argument("--min-pass-rate", type=float, default=1.0, metavar="R", help="with --repeat: a case passes at this pass rate (default 1.0)")
+    parser.add_argument("--json", metavar="FILE", help="write the report as JSON (a later --baseline)")
+    parser.add_argument("--junit", metavar="FILE", help="write the report as JUnit XML")
+    parser.add_argument("--baseline", metavar="FILE", help="a previous --json report: say what got better and worse")
+    parser.add_argument("--url", metavar="URL", help="run against an AG-UI endpoint (serve --subagents attributed shows the tree)")
+    parser.set_defaults(func=cmd_eval)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    if len(args.paths) > 2 or len(args.paths) == 1 and not args.url:
+        raise CLIError("give TARGET and CASES (module:attr cases.yaml), or CASES alone with --url")
+    target_name, cases_path = (None, args.paths[0]) if len(args.paths) == 1 else args.paths
+    if args.repeat < 1 or args.concurrency < 1 or not 0.0 <= args.min_pass_rate <= 1.0:
+        raise CLIError("--repeat and --concurrency must be at least 1, --min-pass-rate in [0, 1]")
+    baseline: dict[str, Any] | None = None
+    if args.baseline:
+        try:
+            baseline = json.loads(Path(args.baseline).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CLIError(f"baseline {args.baseline!r} cannot be read as a report: {exc}") from None
+    try:
+        cases = load_cases(cases_path)  # the file first: its mistakes are found before the agent is imported
+    except EvalFileError as exc:
+        raise CLIError(str(exc)) from None
+    agent = load_agent(target_name) if target_name else None
+    console = make_console()
+    progress = Progress(
+        TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
+        console=Console(stderr=True), transient=True,
+    )
+    with progress:
+        task = progress.add_task("", total=len(cases) * args.repeat)
+
+        def done(outcome: Any) -> None:
+            progress.update(task, advance=1, description=f"{outcome.case_id}: {outcome.status}")
+
+        try:
+            report = asyncio.run(
+                run(agent, cases, repeat=args.repeat, concurrency=args.concurrency, min_pass_rate=args.min_pass_rate,
+                    baseline=baseline, url=args.url, file=str(cases_path), on_result=done)
+            )
+        except (EvalFileError, HarnessError) as exc:
+            raise CLIError(str(exc)) from None
+    print_report(report, console)
+    if args.json:
+        report.write_json(args.json)
+    if args.junit:
+        report.write_junit(args.junit)
+    return report.exit_code

@@ -1,0 +1,49 @@
+"""The report in a terminal: a table of cases (result, pass rate and pass^k with
+repeats, tokens, time, finish reason, the differences) and the totals, with rich."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from supervisor_graph.evals.report import EvalReport
+
+__all__ = ["print_report"]
+
+_STYLE = {"passed": "green", "failed": "red", "errored": "bold magenta"}
+
+
+def print_report(report: EvalReport, console: Console) -> None:
+    table = Table(title=f"{report.agent} on {report.file}", show_lines=True, expand=False)
+    table.add_column("case", overflow="fold")
+    table.add_column("result")
+    if report.repeat > 1:
+        table.add_column("pass rate", justify="right")
+        table.add_column(f"pass^{report.repeat}", justify="right")
+    table.add_column("tokens", justify="right")
+    table.add_column("time", justify="right")
+    table.add_column("finish")
+    table.add_column("differences", overflow="fold")
+    for case in report.cases:
+        run = case.runs[-1]
+        cells: list[str | Text] = [case.id, Text(case.status, style=_STYLE[case.status])]
+        if report.repeat > 1:
+            cells += [f"{case.pass_rate:.2f}", f"{case.pass_k:.2f}"]
+        tokens = sum(r.tokens for r in case.runs) // max(len(case.runs), 1)
+        seconds = sum(r.seconds for r in case.runs) / max(len(case.runs), 1)
+        cells += [str(tokens), f"{seconds:.2f} s", str(run.finish_reason or "-"), case.summary() if case.status != "passed" else ""]
+        table.add_row(*cells)
+    console.print(table)
+    console.print(report.totals_line(), markup=False, highlight=False)
+    if report.baseline is not None:
+        diff = report.baseline
+        for label, lines, style in (("better", diff.better, "green"), ("worse", diff.worse, "red")):
+            for line in lines:
+                console.print(Text(f"{label}: ", style=style) + Text(line))
+        if diff.new:
+            console.print(f"new since the baseline: {', '.join(diff.new)}", markup=False, highlight=False)
+        if diff.removed:
+            console.print(f"gone since the baseline: {', '.join(diff.removed)}", markup=False, highlight=False)
+        if not (diff.better or diff.worse):
+            console.print("no case got better or worse than the baseline", markup=False, highlight=False)
