@@ -26,6 +26,7 @@ from supervisor_graph.nodes.delegation_hooks import (
 )
 from supervisor_graph.nodes.delegation_result import DelegationRecord, failure_text
 from supervisor_graph.nodes.events import Emitter
+from supervisor_graph.nodes.guard_boundaries import announce_result, guard_result
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.references import assign_ref, ref_line
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, complete_node
@@ -128,20 +129,28 @@ async def finish_delegation(
     emit: Emitter,
     namespace: str,
     preview: int | None = None,
+    *,
+    guarded: frozenset[str] = frozenset(),
+    task: dict[str, Any] | None = None,
 ) -> Command[Any]:
     """What a subagent node returns once its subagent (local or remote) has run: on to
-    `<key>.complete` when the run has that hook, else the tool result for the supervisor
-    (a caller's cancel inside the delegation stops the parent too)."""
+    `<key>.complete` when the run has that hook or the parent guards results (`guarded`:
+    the boundaries its guards watch; `task`, the delegation's, is what a guard's retry
+    runs again), else the tool result for the supervisor (a caller's cancel inside the
+    delegation stops the parent too)."""
     if record.usage_by_agent:
         # checkpointed with the tool message, so the parent's usage by agent survives a
         # pause, a resume and a new process exactly as its usage does
         artifact[USAGE_BY_AGENT_KEY] = record.usage_by_agent
-    summary = {**record.summary(), "namespace": namespace}
-    if emit.active:
-        emit("delegation-complete", summary)
-    await announce(config, "delegation-complete", summary, handle.agent_path)
-    if opts.delegation.on_delegation_complete is not None:
-        payload = {"call": call, "artifact": artifact, "text": record.text, "prompt": record.prompt}
+    if "result" not in guarded:  # else once its guards have decided, in `<key>.complete`
+        summary = {**record.summary(), "namespace": namespace}
+        if emit.active:
+            emit("delegation-complete", summary)
+        await announce(config, "delegation-complete", summary, handle.agent_path)
+    if opts.delegation.on_delegation_complete is not None or "result" in guarded:
+        payload: dict[str, Any] = {"call": call, "artifact": artifact, "text": record.text, "prompt": record.prompt}
+        if "result" in guarded:  # a guard's retry runs the delegation again (SPEC §30)
+            payload["task"], payload["namespace"] = task, namespace
         return Command(goto=Send(complete_node(key), payload))
     message = result_message(opts, handle, record, call, artifact, preview)
     if emit.active:
@@ -177,6 +186,13 @@ def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
             )
             handle.delegations[tool_call_id] = record
         update: dict[str, Any] = {}
+        if "result" in parent.guarded:  # before the hook, the model and the refs see it (SPEC §30)
+            emit = Emitter(runtime, handle)
+            if record.success:
+                again = await guard_result(parent, key, sub_id, payload, artifact, record, handle, config, emit)
+                if again is not None:
+                    return again  # sent back: the delegation runs again with the guard's feedback
+            await announce_result(config, handle, record, payload.get("namespace", ""), emit)
         outcome, bailed = await complete_hook(opts, handle, record, sub_id)
         if outcome is not None:
             if not record.success:

@@ -15,6 +15,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field
 
+from supervisor_graph.nodes.guards import TripwireError
 from supervisor_graph.nodes.state import Usage
 from supervisor_graph.nodes.structured_output import StructuredOutputError
 
@@ -120,6 +121,11 @@ def failure_text(agent_id: str, error: BaseException | None = None) -> str:
     """What the supervisor model sees of a failed delegation: never the raw error, but
     the field errors of an answer that did not match its output schema (our own words
     about the subagent's answer, which the supervisor can act on)."""
+    if isinstance(error, TripwireError):  # the guard's name, never the text it blocked (SPEC §30)
+        return (
+            f"[Delegation Failed] the guardrail {error.tripwire.guard!r} stopped {agent_id} at its "
+            f"{error.tripwire.boundary} boundary. Try another approach or explain the failure."
+        )
     text = f"[Delegation Failed] {agent_id} could not complete this task. Try another approach or explain the failure."
     if isinstance(error, StructuredOutputError):
         listed = "; ".join(f"{e.get('loc') or '(root)'}: {e.get('msg')}" for e in error.errors[:5])

@@ -2,8 +2,9 @@
 which may reject the delegation, rewrite its prompt and step budget, or hand the
 subagent request-context entries and thread metadata.
 
-The supervisor routes through it only when the run has that hook, so an unset hook
-costs no super-step.
+The supervisor routes through it only when the run has that hook or the agent has
+`delegation` guards (SPEC §30, checked here after the hook), so an unset hook costs no
+super-step.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from supervisor_graph.nodes.delegation_hooks import (
     run_hook,
 )
 from supervisor_graph.nodes.delegation_result import failure_text
+from supervisor_graph.nodes.events import Emitter
+from supervisor_graph.nodes.guard_boundaries import guard_delegation
 from supervisor_graph.nodes.options import RunContext
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, DelegationTask
 from supervisor_graph.nodes.scope import run_scope
@@ -41,8 +44,12 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
         opts, handle = run_scope(parent, config, runtime)
         hook = opts.delegation.on_delegation_start
         call = task["call"]
-        if hook is None:  # options changed between the turn and this node: pass through
+        guarded = "delegation" in parent.guarded
+        if hook is None and not guarded:  # options changed between the turn and this node: pass through
             return Command(goto=Send(key, task))
+        if hook is None:  # only the agent's guards watch this edge (SPEC §30)
+            prompt, stopped = await guard_delegation(parent, sub_id, call, task["prompt"], handle, config, Emitter(runtime, handle))
+            return Command(update={"messages": [stopped]}, goto=SUPERVISOR_NODE) if stopped else Command(goto=Send(key, {**task, "prompt": prompt}))
         tool_call_id = call["id"] or ""
         messages = read_channel(config, "messages") or []
         child = handle.request_context.fork(RUN_IDENTITY_KEYS)
@@ -69,12 +76,17 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
             reason = decision.rejection_reason or DEFAULT_REJECTION
             rejected = ToolMessage(content=f"[Delegation Rejected] {reason}", tool_call_id=tool_call_id, name=call["name"])
             return Command(update={"messages": [rejected]}, goto=SUPERVISOR_NODE)
+        prompt = decision.modified_prompt if decision.modified_prompt is not None else task["prompt"]
+        if guarded:  # the prompt as the subagent will get it, hook applied (SPEC §30)
+            prompt, stopped = await guard_delegation(parent, sub_id, call, prompt, handle, config, Emitter(runtime, handle))
+            if stopped is not None:
+                return Command(update={"messages": [stopped]}, goto=SUPERVISOR_NODE)
         values = child.to_dict()
         if handle.durable:
             check_json(values, f"on_delegation_start for {sub_id!r}")
         forward: DelegationTask = {
             **task,
-            "prompt": decision.modified_prompt if decision.modified_prompt is not None else task["prompt"],
+            "prompt": prompt,
             "max_steps": decision.modified_max_steps or task.get("max_steps"),
             "budget": decision.modified_budget.model_dump(exclude_none=True) if decision.modified_budget else None,
             "request_context": values,

@@ -58,6 +58,8 @@ from supervisor_graph.nodes.delegation_result import DelegationRecord
 from supervisor_graph.nodes.delegation_transcript import record_answer, record_transcript
 from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.events import Emitter
+from supervisor_graph.nodes.guard_answers import leaf_answer, quiet, stream_answer, streams_output
+from supervisor_graph.nodes.guards import Tripwire, TripwireError, guards_at
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, dispatch, unanswered
 from supervisor_graph.nodes.spec import AgentSpec
@@ -300,13 +302,19 @@ class _Loop:
             if compacted is not None:
                 self.journal.compaction = compacted  # kept in the delegation thread with the journal
                 spend(self.handle.budget, compacted["usage"])  # the summariser's tokens count against budgets too
-            response = await _call(
-                model,
-                model_input(budget_notice(self.handle.budget, system), context, shown),
-                self.model_config,
-                self.spec.retry_policy,
-                self.spec.agent_id,
-            )
+            prompt = model_input(budget_notice(self.handle.budget, system), context, shown)
+            guarded = "output" in self.spec.guarded  # its answer streams only once checked (SPEC §30)
+            windowed = None
+            if guarded and streams_output(self.spec):
+                send = all(g.mode == "streaming" for g in guards_at(self.spec.guards, "output"))
+                response, windowed = await stream_answer(self.spec, model, prompt, self.model_config, self.handle, self.emit, send=send)
+            else:
+                config = quiet(self.model_config) if guarded else self.model_config
+                response = await _call(model, prompt, config, self.spec.retry_policy, self.spec.agent_id)
+            if guarded:
+                response = await leaf_answer(self.spec, response, windowed, self.history, self.handle, self.config, self.emit)
+                if response is None:
+                    continue  # sent back: the model answers again
             if not isinstance(response, AIMessage):
                 raise TypeError(f"Agent {self.spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
             spend(self.handle.budget, response.usage_metadata)
@@ -380,7 +388,7 @@ class _Loop:
         raise pause
 
     async def _run(self, call: ToolCall) -> ToolRun:
-        return await run_tool_call(
+        run = await run_tool_call(
             self.spec,
             call,
             self.config,
@@ -390,3 +398,6 @@ class _Loop:
             self.namespace,
             self.emit,
         )
+        if run.held is not None:  # a leaf cannot hold a tool result for a person: its delegation fails
+            raise TripwireError(Tripwire(guard=run.held[0], boundary="tool_result", agent_path=self.handle.agent_path, reason=run.held[1]))
+        return run

@@ -22,7 +22,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from supervisor_graph.nodes.tracing import AGENT_ID_KEY, AGENT_NAME_KEY, AGENT_PATH_KEY_META, TRACING_KEY
 
-__all__ = ["AgentSpanHandler", "span_handler", "traceparent_headers"]
+__all__ = ["AgentSpanHandler", "guard_span", "span_handler", "traceparent_headers"]
 
 _RECENT = 4096  # ended runs remembered, so a background task started by one can nest under it
 
@@ -210,6 +210,17 @@ class AgentSpanHandler(BaseCallbackHandler):
     def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._runs.pop(run_id, None)
 
+    # -- guards -------------------------------------------------------------------------------
+
+    def guard(self, run_id: UUID | None, attributes: dict[str, Any]) -> None:
+        """A guard's verdict as a span of its own under the span around run `run_id` (the
+        agent's, or the tool's it checks), started and ended at once (SPEC §30)."""
+        run = self._runs.get(run_id) if run_id is not None else None
+        if run is None or not run.traced:
+            return
+        name = f"guard {attributes.get('guard.name', '')}".strip()
+        self._start(name, run.nearest, {"gen_ai.operation.name": "guard", **attributes}).end()
+
     # -- remote subagents --------------------------------------------------------------------
 
     def headers_for(self, run_id: UUID | None) -> dict[str, str]:
@@ -256,6 +267,16 @@ def span_handler() -> AgentSpanHandler | None:
         release = None
     _handler = AgentSpanHandler(provider.get_tracer("supervisor_graph", release))
     return _handler
+
+
+def guard_span(config: Any, attributes: dict[str, Any]) -> None:
+    """A span for one guard verdict inside the run `config` belongs to (nothing without a
+    tracer provider)."""
+    if _handler is None:
+        return
+    from supervisor_graph.nodes.tracing import parent_run_of
+
+    _handler.guard(parent_run_of(config), attributes)
 
 
 def traceparent_headers(config: Any) -> dict[str, str]:

@@ -167,7 +167,7 @@ async def delegate_remotely(
         "sub_agent_thread_id": thread_id,
         "remote": delegation.remote,
     }
-    return await finish_delegation(config, opts, handle, record, call, key, artifact, emit, namespace)
+    return await finish_delegation(config, opts, handle, record, call, key, artifact, emit, namespace, guarded=parent.guarded)
 
 
 def remote_delegation_node(

@@ -12,20 +12,22 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolCall, ToolMessage
 from langgraph.graph import END
-from langgraph.types import Send
+from langgraph.types import Overwrite, Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.references import RefSpec, expand_refs
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.state import is_run_input
+from supervisor_graph.nodes.state import SupervisorState, is_run_input
 
 __all__ = [
     "DelegationArgs",
     "DelegationTask",
     "after_answer",
     "dispatch",
+    "end_update",
     "error_result",
+    "finish_reason_of",
     "last_turn",
     "results_pending",
     "unanswered",
@@ -112,7 +114,8 @@ def dispatch(
     sends: list[Send] = []
     errors: list[ToolMessage] = []
     tool_calls: list[ToolCall] = []
-    via_start = opts.delegation.on_delegation_start is not None
+    # through `<key>.start` when the run has that hook or the agent guards its delegations (SPEC §30)
+    via_start = opts.delegation.on_delegation_start is not None or "delegation" in spec.guarded
     for call in ai.tool_calls:
         if call["id"] in answered:
             continue
@@ -140,6 +143,25 @@ def dispatch(
     # one task per call: a call that pauses never makes another one run twice
     sends.extend(Send(TOOLS_NODE, {"call": call}) for call in tool_calls)
     return sends, errors
+
+
+def finish_reason_of(ai: AIMessage) -> str:
+    reason = (ai.response_metadata or {}).get("finish_reason") or (ai.response_metadata or {}).get("stop_reason")
+    return "length" if reason in ("length", "max_tokens") else "stop"
+
+
+def end_update(state: SupervisorState, finish_reason: str, messages: Sequence[BaseMessage] | None = None) -> dict[str, Any]:
+    """The update that ends a run: its finish reason, and per-run flags cleared."""
+    update: dict[str, Any] = {"finish_reason": finish_reason}
+    if messages:
+        update["messages"] = list(messages)
+    if state.get("stop_at") is not None:
+        update["stop_at"] = None
+    if state.get("bail"):
+        update["bail"] = Overwrite(False)
+    if state.get("tripwire"):
+        update["tripwire"] = None
+    return update
 
 
 def after_answer(opts: RunOptions) -> str:

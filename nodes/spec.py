@@ -21,12 +21,13 @@ from supervisor_graph.nodes.background_control import CONTROL_SCHEMAS
 from supervisor_graph.nodes.budget import Budget
 from supervisor_graph.nodes.compaction import Compactor
 from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.guards import Guardrail
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.structured_output import OutputSchema, strict_tool, uses_native
 from supervisor_graph.nodes.versions import AgentOverride
 from supervisor_graph.nodes.working_memory import WorkingMemory
 
-__all__ = ["AgentSpec", "DELEGATION_PREFIX", "maybe_await", "with_refs_parameter"]
+__all__ = ["AgentSpec", "DELEGATION_PREFIX", "Guardrail", "maybe_await", "with_refs_parameter"]
 
 DELEGATION_PREFIX = "agent-"
 
@@ -101,6 +102,10 @@ class AgentSpec:
     compaction: Compactor | None = None  # `Agent(compaction=...)`: its model input kept under a size (SPEC §25)
     budget: Budget | None = None  # `Agent(budget=...)`: limits for each run of this agent (SPEC §25)
     output_schema: OutputSchema | None = None  # `Agent(output_schema=...)`: the shape of its answer (SPEC §28)
+    # `Agent(guardrails=...)`, its parent's when it declares none (SPEC §30), and the
+    # boundaries they watch: a boundary no guard watches costs one set lookup
+    guards: tuple[Guardrail, ...] = ()
+    guarded: frozenset[str] = frozenset()
     # (selection, the run's store) -> a version resolver, for runs the facade did not
     # prepare (Studio, servers, `graph.ainvoke`); given by the compiler, which knows how
     # versions are stored

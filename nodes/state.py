@@ -162,6 +162,11 @@ class SupervisorState(TypedDict, total=False):
     structured_response: Any
     # Why the last run's answer has no value: the schema, field errors and raw text.
     structured_output_error: dict[str, Any] | None
+    # Which guard stopped the last run (SPEC §30): `Tripwire` as a dict, written only by
+    # a run that ends `finish_reason "tripwire"`
+    tripwire: dict[str, Any] | None
+    # An answer a guard escalated, held out of `messages` until a person decides
+    guard_held: dict[str, Any] | None
 
 
 UsageCounts = dict[str, int]

@@ -253,7 +253,9 @@ def make_subagent_node(
         if ended_by_cancel(record.messages):  # the caller cancelled a suspended call: stop here too
             artifact["cancelled"] = True
         preview = parent.preview_tokens.get(key)
-        return await finish_delegation(config, opts, handle, record, call, key, artifact, emit, task_ns, preview)
+        return await finish_delegation(
+            config, opts, handle, record, call, key, artifact, emit, task_ns, preview, guarded=parent.guarded, task=task
+        )
 
     run_subagent.__name__ = key
     return run_subagent

@@ -21,6 +21,15 @@ from supervisor_graph.nodes.budget import budget_notice, over_budget, spend
 from supervisor_graph.nodes.compaction import COMPACTION_KEY, compact_input
 from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.events import Emitter
+from supervisor_graph.nodes.guard_answers import (
+    guarded_turn,
+    quiet,
+    settle_held,
+    stream_answer,
+    tool_trip,
+    tripwire_end,
+)
+from supervisor_graph.nodes.guards import GuardError
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.prefix_cache import PrefixCache
 from supervisor_graph.nodes.routing import (
@@ -28,7 +37,9 @@ from supervisor_graph.nodes.routing import (
     SUPERVISOR_NODE,
     after_answer,
     dispatch,
+    end_update,
     error_result,
+    finish_reason_of,
     left_open,
     results_pending,
     unanswered,
@@ -209,23 +220,6 @@ def step_finish(response: AIMessage, iteration: int) -> dict[str, Any]:
     }
 
 
-def finish_reason_of(ai: AIMessage) -> str:
-    reason = (ai.response_metadata or {}).get("finish_reason") or (ai.response_metadata or {}).get("stop_reason")
-    return "length" if reason in ("length", "max_tokens") else "stop"
-
-
-def end_update(state: SupervisorState, finish_reason: str, messages: Sequence[BaseMessage] | None = None) -> dict[str, Any]:
-    """The update that ends a run: its finish reason, and per-run flags cleared."""
-    update: dict[str, Any] = {"finish_reason": finish_reason}
-    if messages:
-        update["messages"] = list(messages)
-    if state.get("stop_at") is not None:
-        update["stop_at"] = None
-    if state.get("bail"):
-        update["bail"] = Overwrite(False)
-    return update
-
-
 def make_supervisor_node(spec: AgentSpec) -> Any:
     async def supervisor(state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         ctx = runtime.context if runtime is not None else None
@@ -240,6 +234,10 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
             return Command(update={**end_update(state, "bail", pending), **consumed}, goto=END)
         opts, handle = run_scope(spec, config, runtime)
         opts = await with_version(spec, opts, handle, runtime)
+        if spec.guarded and (trip := tool_trip(messages)) is not None:  # a guard blocked a tool of the last turn
+            return tripwire_end(state, messages, trip, handle, consumed)
+        if spec.guarded and (held := state.get("guard_held")):  # an answer a guard escalated
+            return await settle_held(state, opts, handle, config, Emitter(runtime, handle), messages, held, consumed)
         if handle.abort_signal is not None and handle.abort_signal.is_set():
             return Command(update={**end_update(state, "abort", pending), **consumed}, goto=END)
         if spec.client_tools and unanswered(messages):
@@ -271,18 +269,38 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
             system = f"{system}\n\n{section}" if system else section
         system = budget_notice(handle.budget, system)  # a budget at 80%: one line, this call only
         history = [*messages, *pending] if pending else messages
-        context, shown, compacted = await compact_input(  # older turns summarised when the input is too big
-            spec.compaction, model, system, handle.context_messages, history, state.get("compaction"), config, emit
-        )
-        if compacted is not None:
-            spend(handle.budget, compacted["usage"])  # the summariser's tokens count against budgets too
-        try:
-            response = await model.ainvoke(model_input(system, context, shown), config)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:  # noqa: BLE001 - provider text must not reach the checkpoint
-            log.debug("model call of %r failed", spec.agent_id, exc_info=exc)
-            raise ModelCallError(spec.agent_id, exc) from exc
+        compacted: Any = None
+
+        async def invoke(history: Sequence[BaseMessage], streamed: bool = False, send: bool = False) -> Any:
+            nonlocal compacted
+            context, shown, compacted = await compact_input(  # older turns summarised when the input is too big
+                spec.compaction, model, system, handle.context_messages, history, state.get("compaction"), config, emit
+            )
+            if compacted is not None:
+                spend(handle.budget, compacted["usage"])  # the summariser's tokens count against budgets too
+            try:
+                if streamed:  # the answer streams through its streaming output guards (SPEC §30)
+                    return await stream_answer(spec, model, model_input(system, context, shown), config, handle, emit, send=send)
+                return await model.ainvoke(model_input(system, context, shown), quiet(config) if spec.guarded else config)
+            except (GraphBubbleUp, GuardError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - provider text must not reach the checkpoint
+                log.debug("model call of %r failed", spec.agent_id, exc_info=exc)
+                raise ModelCallError(spec.agent_id, exc) from exc
+
+        guarded: list[BaseMessage] = []  # a redacted input, stored with the turn
+        if spec.guarded:  # input, then output guards around the call (SPEC §30)
+            turn = await guarded_turn(spec, invoke, list(history), handle, config, emit)
+            if turn.tripwire is not None:
+                return tripwire_end(state, messages, turn.tripwire, handle, consumed)
+            if turn.response is None:  # sent back: the model answers again, its answer unstored
+                return Command(update={"messages": [*turn.stored, *pending, turn.feedback], **consumed}, goto=SUPERVISOR_NODE)
+            response, guarded = turn.response, turn.stored
+            if turn.held is not None:  # escalated: held out of the thread until a person decides
+                held = {"message": response, "guard": list(turn.held), "stored": guarded}
+                return Command(update={"guard_held": held, "messages": [*guarded, *pending], **consumed}, goto=SUPERVISOR_NODE)
+        else:
+            response = await invoke(history)
         if not isinstance(response, AIMessage):
             raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
         spend(handle.budget, response.usage_metadata)
@@ -349,6 +367,8 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         if pending:
             command.update["messages"] = [*pending, *command.update["messages"]]  # type: ignore[index]
             command.update.update(consumed)  # type: ignore[union-attr]
+        if guarded:
+            command.update["messages"] = [*guarded, *command.update["messages"]]  # type: ignore[index]
         return command
 
     return supervisor

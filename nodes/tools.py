@@ -23,7 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from supervisor_graph.nodes.budget import take_tool_call
@@ -39,8 +39,9 @@ from supervisor_graph.nodes.decisions import (
     parse_decision,
 )
 from supervisor_graph.nodes.events import Emitter
+from supervisor_graph.nodes.guard_boundaries import guard_tool_args, guard_tool_result, settle_held_result
 from supervisor_graph.nodes.options import RunContext, RunHandle
-from supervisor_graph.nodes.routing import SUPERVISOR_NODE, error_result, last_turn
+from supervisor_graph.nodes.routing import SUPERVISOR_NODE, TOOLS_NODE, error_result, last_turn
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
 
@@ -204,6 +205,8 @@ class ToolRun(NamedTuple):
     """The caller cancelled a suspended call: the agent's loop stops there."""
     answers: int
     """How many pauses of this call were answered while it ran (`interrupt()` returned)."""
+    held: tuple[str, str] | None = None
+    """(guard, reason) of a `tool_result` escalation, for the caller to ask about (SPEC §30)."""
 
 
 def needs_approval(spec: AgentSpec, call: ToolCall | Mapping[str, Any], agent_wide: bool) -> bool:
@@ -262,6 +265,9 @@ async def run_tool_call(
                     {"tool_name": call["name"], "run_id": handle.run_id},
                     index=False,
                 )
+    if result is None and "tool_args" in spec.guarded:  # after approval, before it runs (SPEC §30)
+        call, result, asked = await guard_tool_args(spec, call, handle, config, emit, graph_ns)
+        answers += asked
     if result is None:  # counted as it runs; one past the budget gets a result instead (SPEC §25)
         result = take_tool_call(handle.budget, call)
     if result is None:
@@ -288,6 +294,10 @@ async def run_tool_call(
         result = output if isinstance(output, ToolMessage) else ToolMessage(content=str(output), tool_call_id=call_id, name=call["name"])
         if edited is not None:
             result = edited_result(result, edited)
+        if "tool_result" in spec.guarded:  # before the model sees it (SPEC §30)
+            result, held = await guard_tool_result(spec, call, result, handle, config, emit, graph_ns)
+            if held is not None:
+                return ToolRun(result, bail, answers, held)
     if emit.active:
         kind = "tool-error" if result.status == "error" else "tool-result"
         emit(kind, {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "result": result.content})
@@ -300,9 +310,14 @@ def make_tools_node(spec: AgentSpec) -> Any:
         using_request_context(handle.request_context)
         # the namespace of the graph that made the call (this node's task is the last segment)
         graph_ns = str((config.get("configurable") or {}).get("checkpoint_ns", "")).rpartition("|")[0]
+        if "held" in payload:  # a result a guard escalated: this fresh task only asks (SPEC §30)
+            held = await settle_held_result(spec, payload, handle, config, Emitter(runtime, handle), graph_ns)
+            return Command(update={"messages": [held]}, goto=SUPERVISOR_NODE)
         run = await run_tool_call(
             spec, payload["call"], config, runtime, handle, opts.require_tool_approval, graph_ns, Emitter(runtime, handle)
         )
+        if run.held is not None:
+            return Command(goto=Send(TOOLS_NODE, {"call": payload["call"], "held": {"message": run.message, "guard": list(run.held)}}))
         return Command(update={"messages": [run.message], **({"bail": True} if run.bail else {})}, goto=SUPERVISOR_NODE)
 
     return tools

@@ -34,7 +34,7 @@ from supervisor_graph.nodes.compaction import CompactionSettings
 from supervisor_graph.nodes.context import RequestContext
 from supervisor_graph.nodes.decisions import decision_payload
 from supervisor_graph.nodes.options import RunOptions
-from supervisor_graph.nodes.spec import DELEGATION_PREFIX
+from supervisor_graph.nodes.spec import DELEGATION_PREFIX, Guardrail
 from supervisor_graph.nodes.structured_output import OutputSchema, output_schema_of
 from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL, WorkingMemory
 from supervisor_graph.run.facade import generate, run_sync, stream, stream_sync
@@ -116,6 +116,7 @@ class Agent(BaseModel):
         description="The shape of its final answer (SPEC §28): a pydantic model, a TypedDict or a JSON-schema dict; "
         "result.object is the validated value, and as a subagent it answers its delegations with it.",
     )
+    guardrails: list[Guardrail] | None = Field(default=None, description="Guards at its boundaries (SPEC §30); None: its parent's.")
     retry_policy: Any = Field(
         default_factory=lambda: model_retry_policy(),
         description="LangGraph RetryPolicy for this agent's model calls (None: no retries).",

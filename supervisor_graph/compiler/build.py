@@ -35,6 +35,7 @@ from supervisor_graph.nodes.background import input_schema, state_schema
 from supervisor_graph.nodes.compaction import Compactor, with_compaction
 from supervisor_graph.nodes.delegation import make_complete_node, make_start_node
 from supervisor_graph.nodes.errors import unwrapping_retry_on
+from supervisor_graph.nodes.guards import Guardrail
 from supervisor_graph.nodes.iteration import make_iteration_node
 from supervisor_graph.nodes.options import RunContext
 from supervisor_graph.nodes.otel import span_handler
@@ -102,8 +103,10 @@ def _compactor(agent: Agent) -> Compactor | None:
     return Compactor(settings, agent.id, summariser)
 
 
-def build_spec(agent: Agent) -> AgentSpec:
-    """Resolve a declaration into what its nodes need, once."""
+def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec:
+    """Resolve a declaration into what its nodes need, once. `inherited`: the parent's
+    guards, which a subagent keeps unless it declares `guardrails=` (SPEC §30)."""
+    guards = tuple(agent.guardrails) if agent.guardrails is not None else inherited
     tools: dict[str, BaseTool] = dict(agent.tools)
     model: Any = agent.model
     factory = None
@@ -135,6 +138,8 @@ def build_spec(agent: Agent) -> AgentSpec:
         compaction=_compactor(agent),
         budget=agent.budget,
         output_schema=agent.output_schema,
+        guards=guards,
+        guarded=frozenset(boundary for guard in guards for boundary in guard.at),
         background=agent.background_settings,
         versions_for=resolver_for,
         server_host_for=server_host,
@@ -160,7 +165,7 @@ def node_table(agent: Agent, spec: AgentSpec) -> dict[str, Any]:
         elif isinstance(sub, RemoteSubagent):  # an A2AAgent
             table[key] = make_a2a_node(spec, key, sub.spec())
         else:
-            sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None)
+            sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None, inherited=spec.guards)
             table[key] = make_subagent_node(spec, key, sub_spec, sub_graph, per_parent_thread=per_parent)
         table[complete_node(key)] = make_complete_node(spec, key, sub.id)
     return table
@@ -212,8 +217,8 @@ def add_nodes(builder: Any, agent: Agent, spec: AgentSpec, table: dict[str, Any]
     builder.add_edge(START, SUPERVISOR_NODE)
 
 
-def _build(agent: Agent, *, checkpointer: Any, store: Any) -> tuple[Any, AgentSpec]:
-    spec = build_spec(agent)
+def _build(agent: Agent, *, checkpointer: Any, store: Any, inherited: tuple[Guardrail, ...] = ()) -> tuple[Any, AgentSpec]:
+    spec = build_spec(agent, inherited)
     builder = new_builder(agent, spec)
     add_nodes(builder, agent, spec, node_table(agent, spec), list(agent.agents))
     return _identified(agent, builder.compile(checkpointer=checkpointer, store=store, name=agent.id)), spec

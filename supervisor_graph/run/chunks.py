@@ -28,6 +28,8 @@ ChunkType = Literal[
     "background-task-failed",
     "step-finish",
     "compaction",
+    "guard",
+    "tripwire",
     "finish",
     "error",
     "abort",

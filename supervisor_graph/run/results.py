@@ -13,6 +13,7 @@ from supervisor_graph.nodes.decisions import ALL_DECISIONS
 from supervisor_graph.nodes.delegation import (
     DelegationResult,
 )
+from supervisor_graph.nodes.guards import Tripwire
 from supervisor_graph.nodes.routing import last_turn, unanswered
 from supervisor_graph.nodes.state import run_start, usage_by_agent_of_run, usage_of_run
 from supervisor_graph.nodes.structured_output import OutputSchema, StructuredOutputError
@@ -88,6 +89,9 @@ class GenerateResult(BaseModel):
     error: StructuredOutputError | None = None
     """Why a run ended `finish_reason "error"`: an answer that never matched the output
     schema (the schema, the field errors and the raw text)."""
+    tripwire: Tripwire | None = None
+    """Which guard stopped the run, where and why, when it ended `finish_reason
+    "tripwire"` (SPEC §30); nothing of the run is then stored in the thread."""
     usage_by_agent: dict[str, Usage] = Field(default_factory=dict)
     """`usage` split by agent: each agent's own model calls under its path (agent ids
     from the top agent down, joined by `/`, e.g. `"parent/research-agent"`); the entries
@@ -174,6 +178,9 @@ def build_result(run: Run, values: dict[str, Any] | None, aborted: bool) -> Gene
     else:
         reason = values.get("finish_reason") or "stop"
     text = text_of(last) if last is not None and (not last.tool_calls or reason == "stop") and not aborted else ""
+    tripwire = Tripwire.model_validate(values["tripwire"]) if reason == "tripwire" and values.get("tripwire") else None
+    if reason == "tripwire":  # the run's messages were taken out of the thread: none is this run's
+        new, start, text = [], len(messages), ""
     value, error = values.get("structured_response"), values.get("structured_output_error")
     schema = run_schema(run) if value is not None else None
     if schema is not None and not aborted and not interrupts:
@@ -187,6 +194,7 @@ def build_result(run: Run, values: dict[str, Any] | None, aborted: bool) -> Gene
         usage=Usage(**usage_of_run(messages, start)),
         usage_by_agent={path: Usage(**counts) for path, counts in usage_by_agent_of_run(messages, start, run.agent.id).items()},
         finish_reason=reason,
+        tripwire=tripwire,
         run_id=run.run_id,
         thread_id=run.thread_id,
         suspended=pending_items(run, interrupts) or (_client_calls(run, messages) if reason == "tool-calls" else []),

@@ -79,7 +79,7 @@ async def _resume_background(
     background = host_background(agent, await agent.memory.opened(), target.thread, target.resource)
     waiting = [(record, item) for record in await background.records() for item in record.get("waiting") or ()]
     if kind is not None:
-        waiting = [(r, i) for r, i in waiting if i["kind"] == kind]
+        waiting = [(r, i) for r, i in waiting if _kind(i) == kind]
     if not waiting:
         return None
     items = [SimpleNamespace(id=i["interrupt_id"], value=i) for _, i in waiting]
@@ -128,6 +128,8 @@ def _check(agent: Agent, item: Interrupt, value: Any) -> Any:
             f"{payload.get('tool_name')!r} waits in the remote subagent {owner.id!r}, declared "
             "RemoteAgent(resumable=False): its server cannot resume it, so nothing was sent"
         )
+    if kind == "guard":  # a guard's escalation (SPEC §30): approve lets the text through, reject blocks it
+        return parse_decision(value, allowed=payload.get("allowed_decisions")).payload()
     if kind == "approval":  # the same check the approval node makes, made before anything resumes
         tools = getattr(owner, "tools", None)
         tool = tools.get(str(payload.get("tool_name"))) if isinstance(tools, Mapping) else None
@@ -153,6 +155,13 @@ def _check(agent: Agent, item: Interrupt, value: Any) -> Any:
                     f"({exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}); the tool is still suspended"
                 ) from None
     return value
+
+
+def _kind(value: Mapping[str, Any]) -> Any:
+    """An item's kind as the answering calls name it: a guard's escalation is answered
+    like an approval (SPEC §30)."""
+    kind = value.get("kind")
+    return "approval" if kind == "guard" else kind
 
 
 def check_answer(agent: Agent, item: PendingItem, value: Any) -> Any:
@@ -204,7 +213,7 @@ async def resume(
     items, reader = await _interrupts(agent, paused, {**options, **located})
     try:
         if kind is not None:
-            items = [i for i in items if isinstance(i.value, Mapping) and i.value.get("kind") == kind]
+            items = [i for i in items if isinstance(i.value, Mapping) and _kind(i.value) == kind]
         if not items:
             raise NothingPendingError(
                 f"nothing is pending on this run{f' (no {kind} waits)' if kind else ''}: it has finished or was never paused"

@@ -85,6 +85,8 @@ class AgentStream:
                 ):
                     if mode == "custom":
                         if isinstance(data, dict) and data.get(EVENT_KEY):
+                            if data["type"] == "text-delta":  # checked text a node streamed itself (SPEC §30)
+                                streamed.add(data["payload"].get("message_id") or "")
                             emit(
                                 make_chunk(
                                     data["type"],

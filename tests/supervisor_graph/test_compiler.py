@@ -56,7 +56,8 @@ def test_options_travel_in_runtime_context_not_state() -> None:
     state_keys = set(graph.builder.schemas[graph.builder.state_schema])
     # the answer's value is state because it is output (SPEC §28), never an option
     assert state_keys == {
-        "messages", "finish_reason", "feedback", "bail", "stop_at", "structured_response", "structured_output_error"
+        "messages", "finish_reason", "feedback", "bail", "stop_at", "structured_response", "structured_output_error",
+        "tripwire", "guard_held",  # a guard's trip and a held answer (SPEC §30), written only when one happens
     }
     # Studio builds the context from JSON: all fields optional, schema serialisable.
     schema = RunContext.model_json_schema()
