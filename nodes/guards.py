@@ -49,6 +49,7 @@ log = logging.getLogger("supervisor_graph")
 
 Boundary = Literal["input", "delegation", "result", "tool_args", "tool_result", "output"]
 BOUNDARIES: tuple[str, ...] = ("input", "delegation", "result", "tool_args", "tool_result", "output")
+"""The six boundaries a guard can watch (`Guardrail.at`), in the order text meets them."""
 
 
 # -- verdicts --------------------------------------------------------------------------
@@ -98,22 +99,27 @@ _VERDICTS = (Allow, Redact, Retry, Escalate, Block)
 
 
 def allow() -> Allow:
+    """Let the text cross as it is."""
     return Allow()
 
 
 def redact(text: str) -> Redact:
+    """Let `text` cross instead (for `tool_args`, the arguments as JSON)."""
     return Redact(text=text)
 
 
 def retry(feedback: str) -> Retry:
+    """Send the text back: the agent that produced it tries again with `feedback`."""
     return Retry(feedback=feedback)
 
 
 def escalate(reason: str) -> Escalate:
+    """Pause for a person (approve lets the text through, reject blocks it)."""
     return Escalate(reason=reason)
 
 
 def block(reason: str) -> Block:
+    """Trip the wire: the agent whose boundary it is stops, with `reason`."""
     return Block(reason=reason)
 
 
