@@ -179,6 +179,17 @@ class RunTranslator:
         playground draws in the delegation tree."""
         return [CustomEvent(name=f"supervisor_graph.{chunk.type}", value=dict(chunk.payload), timestamp=_now())]
 
+    def _on_guard(self, chunk: StreamChunk) -> list[BaseEvent]:
+        """A guard's verdict, or the trip that stopped an agent (SPEC §30): a `CUSTOM` event
+        (`supervisor_graph.guard` / `supervisor_graph.tripwire`, never the checked text)
+        naming the agent's invocation, which the playground's timeline draws."""
+        value = {**chunk.payload, "agent_path": list(chunk.agent_path)}
+        if chunk.namespace and self.graph_run_id:
+            value["subagent_run_id"] = subagent_run_id(self.graph_run_id, chunk.namespace)
+        return [CustomEvent(name=f"supervisor_graph.{chunk.type}", value=value, timestamp=_now())]
+
+    _on_tripwire = _on_guard
+
     def _on_background_task_started(self, chunk: StreamChunk) -> list[BaseEvent]:
         """A launch: the CUSTOM event, and (attributed) the end of the launching
         delegation's invocation, whose work is not streamed in this run (its outcome
@@ -382,6 +393,9 @@ class RunTranslator:
         if result.finish_reason == "abort":
             events += [self._cancelled(inv) for inv in self.subagents.close_all()]
             return [*events, RunFinishedEvent(outcome=RunFinishedCancelledOutcome(), **done)]
+        if result.tripwire is not None:  # a guard stopped the run (SPEC §30): its reason, never the blocked text
+            trip, code = result.tripwire, "MASTRA_TRIPWIRE" if self.s.dialect.camel else "GUARDRAIL"
+            return [*events, *self.fail(code, f"Blocked by the guardrail {trip.guard!r} at {trip.boundary}: {trip.reason}")]
         usage = self.usage.total()
         waiting = [item for item in result.suspended if item.is_interrupt]  # client tools end as pending_tool_call_ids
         if waiting:

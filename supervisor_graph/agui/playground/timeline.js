@@ -195,7 +195,7 @@ const timeline = (() => {
         a.row.tokens = tokensOf(meta.usage);
         break;
       }
-      case "CUSTOM": { // a background task (SPEC §12): from its launch to its outcome
+      case "CUSTOM": { // a background task (SPEC §12) from its launch to its outcome; a guard (SPEC §30)
         const task = event.value || {};
         const kind = String(event.name || "").replace("supervisor_graph.", "");
         if (kind === "background-task-started" && a) {
@@ -203,6 +203,13 @@ const timeline = (() => {
           item.label = "background task";
           if (run === shown) draw(item);
           run.tasks.set(task.task_id, item);
+        } else if (kind === "guard" || kind === "tripwire") { // a guardrail's verdict, or its trip (SPEC §30)
+          const owner = run.agents.get(task.subagent_run_id || "") || a;
+          if (!owner) break;
+          const item = row(run, "guard", task.guard || "guard", owner.row);
+          item.label = kind === "tripwire" ? `tripwire at ${task.boundary}` : `guard ${task.boundary}: ${task.verdict}`;
+          end(item, kind === "tripwire" || task.verdict === "block" || task.verdict === "declined" ? "failed" : "done");
+          if (run === shown) draw(item);
         } else if (run.tasks.has(task.task_id)) {
           end(run.tasks.get(task.task_id), kind === "background-task-failed" ? "failed" : "done");
         }
