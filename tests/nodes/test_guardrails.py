@@ -371,3 +371,20 @@ def test_no_guard_costs_no_node_routing() -> None:
     assert plain.graph is not None and spec_guarded.graph is not None
     assert re.search("worker", str(plain.graph.get_graph().nodes))
     _ = HumanMessage  # imported for readers of the stored threads above
+
+
+async def test_tool_result_escalation_asks_after_the_tool_ran_once() -> None:
+    ledger: list[str] = []
+    memory = Memory(storage=":memory:")
+
+    def reply(messages: Any) -> Any:
+        return f"saw {messages[-1].content}" if isinstance(messages[-1], ToolMessage) else tool_call("lookup", {"q": "a"})
+
+    guard = guardrail(lambda ctx: escalate("look at it"), at="tool_result", name="result-review")
+    model = ScriptedChatModel(policy=reply)
+    agent = Agent(id="boss", model=model, tools=[lookup_tool(ledger, "the result")], guardrails=[guard], memory=memory)
+    paused = await agent.generate("go", memory={"thread": "trs-1"})
+    assert paused.finish_reason == "suspended" and ledger == ["a"] and len(model.calls) == 1
+    assert paused.suspended[0].payload["reason"] == "look at it"
+    done = await agent.approve_tool_call(interrupt_id=paused.suspended[0].interrupt_id, memory={"thread": "trs-1"})
+    assert done.text == "saw the result" and ledger == ["a"]  # the tool ran once
