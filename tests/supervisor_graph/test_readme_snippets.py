@@ -41,20 +41,7 @@ PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 CLI = str(Path(sys.executable).with_name("supervisor-graph"))
 
 # The blocks that cannot run offline, by id, and why (the page's marker says it too).
-# The Guardrails page's agent examples, written against issue 39's API before its wiring
-# landed: they run (and leave this list) once Agent(guardrails=...) is in.
-WAITING_FOR_GUARD_WIRING = (
-    "guardrails-1",
-    "verdicts-1",
-    "tripwires-1",
-    "indirect-prompt-injection-tool-results-and-subagent-results-1",
-    "escalating-to-a-person-1",
-    "modes-1",
-)
-NOT_RUN = {
-    "scale-out-1": "needs two Aegra servers, PostgreSQL and Redis",
-    **dict.fromkeys(WAITING_FOR_GUARD_WIRING, "needs the guard wiring"),
-}
+NOT_RUN = {"scale-out-1": "needs two Aegra servers, PostgreSQL and Redis"}
 
 # What some blocks must print, beyond exiting with 0.
 EXPECT = {
@@ -75,6 +62,17 @@ EXPECT = {
     "subagents-with-a-schema-1": "[{'facts': ['water boils at 100 C']}] Water boils at 100 C.",
     "streaming-partial-objects-1": "city='Oslo' forecast='light snow all day'",
     "the-compiled-graph-servers-and-protocols-1": "{'count': 3}",
+    # guardrails: redacted before the model and the thread; a retry's feedback; a tripwire and the
+    # conversation after it; a poisoned tool result stopping a subagent; an escalation approved;
+    # a streamed answer that only ever held checked windows
+    "guardrails-1": "My card is [REDACTED_CREDIT_CARD], mail me at [REDACTED_EMAIL]\n"
+    "stop Noted: My card is [REDACTED_CREDIT_CARD], mail me at [REDACTED_EMAIL]",
+    "verdicts-1": "Water boils at 100 C (https://example.org/water).\nYour answer was not sent: Cite the page you used (its URL).",
+    "tripwires-1": "tripwire pii input pii: found secret at input\nstop Happy to help.",
+    "indirect-prompt-injection-tool-results-and-subagent-results-1": "False [Delegation Failed] the guardrail "
+    "'prompt_injection' stopped reader at its tool_result boundary.",
+    "escalating-to-a-person-1": "suspended guard\nstop Refund done.",
+    "modes-1": "Your invoice went to [REDACTED_EMAIL] on Monday; write to [REDACTED_EMAIL].",
     "tool-arguments-and-results-1": 'redact {"to": "[REDACTED_EMAIL]", "card": "[REDACTED_CREDIT_CARD]", "amount": 12.5}\n'
     'mask {"to": "**@******e.com", "card": "************1111", "amount": 12.5}\n'
     'hash {"to": "<email:f4e19df2>", "card": "<credit_card:9bbef194>", "amount": 12.5}\n'
@@ -289,7 +287,7 @@ def test_the_blocks_not_run_are_few_and_listed() -> None:
     found = {b.id: b.marker[1] for b in NOT_RUN_BLOCKS if b.marker}
     print("\nREADME and docs python blocks NOT RUN (only compiled):", *(f"  {k}: {v}" for k, v in found.items()), sep="\n")
     assert set(found) == set(NOT_RUN), f"update NOT_RUN in this file (and keep it short): {found}"
-    assert len(set(found) - set(WAITING_FOR_GUARD_WIRING)) <= 2
+    assert len(found) <= 2
 
 
 @pytest.mark.parametrize("block_id", [b.id for b in SCRIPTS])
