@@ -20,6 +20,8 @@ from supervisor_graph.declaration.errors import CLIError
 from supervisor_graph.evals import EvalFileError, HarnessError, run
 from supervisor_graph.evals.console import print_report
 from supervisor_graph.evals.loading import load_cases
+from supervisor_graph.evals.remote import RemoteTarget
+from supervisor_graph.evals.runner import prepare
 
 __all__ = ["add_eval_parser", "cmd_eval"]
 
@@ -56,7 +58,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         cases = load_cases(cases_path)  # the file first: its mistakes are found before the agent is imported
     except EvalFileError as exc:
         raise CLIError(str(exc)) from None
-    agent = load_agent(target_name) if target_name else None
+    agent: Any = load_agent(target_name) if target_name else None
+    if args.url:
+        agent = RemoteTarget(args.url, agent=agent)
+    try:  # every mistake in the file, the agent or the scorers, before the progress bar starts
+        agent, cases, _, _ = prepare(agent, cases, str(cases_path))
+    except (EvalFileError, HarnessError) as exc:
+        raise CLIError(str(exc)) from None
     console = make_console()
     progress = Progress(
         TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
@@ -71,7 +79,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         try:
             report = asyncio.run(
                 run(agent, cases, repeat=args.repeat, concurrency=args.concurrency, min_pass_rate=args.min_pass_rate,
-                    baseline=baseline, url=args.url, file=str(cases_path), on_result=done)
+                    baseline=baseline, file=str(cases_path), on_result=done)
             )
         except (EvalFileError, HarnessError) as exc:
             raise CLIError(str(exc)) from None

@@ -16,7 +16,7 @@ from supervisor_graph.evals.cases import MATCHERS, Case
 
 __all__ = ["FILE_SETTINGS", "EvalFileError", "load_cases", "parse_cases"]
 
-# what a file may set for all its cases (a case's own value wins; request contexts merge)
+# what a file may set for all its cases (a case's own value wins; request contexts and memory settings merge)
 FILE_SETTINGS = ("request_context", "versions", "memory", "max_steps", "approvals", "tags")
 
 
@@ -104,7 +104,7 @@ def _case(raw: Any, index: int, settings: Mapping[str, Any], file: str) -> Case:
         raw.setdefault("approvals", expect.pop("approvals"))
         raw["expect"] = expect
     for key, value in settings.items():
-        if key == "request_context" and isinstance(raw.get(key), Mapping) and isinstance(value, Mapping):
+        if key in ("request_context", "memory") and isinstance(raw.get(key), Mapping) and isinstance(value, Mapping):
             raw[key] = {**value, **raw[key]}
         else:
             raw.setdefault(key, value)

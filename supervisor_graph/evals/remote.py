@@ -105,7 +105,7 @@ class RemoteTarget:
     def __init__(self, url: str, *, agent: Any = None, headers: dict[str, str] | None = None, timeout: float = 300.0) -> None:
         self.url, self.headers, self.timeout = url, dict(headers or {}), timeout
         self.name = getattr(agent, "id", None) or url
-        self.agent = agent
+        self.agent, self.top = agent, getattr(agent, "id", None) or "agent"  # the served agent's id is not on the wire
 
     def check(self, case: Case, file: str) -> None:
         if self.agent is not None and hasattr(self.agent, "agents"):
@@ -170,7 +170,7 @@ class RemoteTarget:
         out.object = finished.get("result")
         out.text = list(events.text.values())[-1] if events.text else ""
         out.unused_decisions = sum(1 for _ in decisions)
-        out.tree = tree_of_events(self.name, calls, subagents, names)
+        out.tree = tree_of_events(self.top, calls, subagents, names)
         return out
 
 

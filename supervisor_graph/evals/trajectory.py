@@ -5,6 +5,8 @@ delegation kept no thread, its `sub_agent_tool_results` give its calls one level
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,6 +108,7 @@ async def read_tree(
                 continue
             answer = results.get(call_id)
             if not name.startswith(DELEGATION_PREFIX):
+                args = _edited_args(answer) or args  # a call a person edited ran with the edited arguments
                 _add(node, ToolUse(name, args, call_id, turn, error=getattr(answer, "status", "") == "error"))
                 continue
             record = (delegations or {}).get(call_id)
@@ -127,6 +130,23 @@ async def read_tree(
                 for result in getattr(record, "sub_agent_tool_results", None) or ():
                     _from_tool_result(child, result)
     return node
+
+
+# nodes/decisions.py `edited_result`: the result of an edited call says what it ran with
+_EDITED = re.compile(r"^\[The user edited the arguments before this call ran: (\{.*?\})\]\n", re.DOTALL)
+
+
+def _edited_args(answer: ToolMessage | None) -> dict[str, Any] | None:
+    if answer is None:
+        return None
+    found = _EDITED.match(text_of(answer))
+    if found is None:
+        return None
+    try:
+        args = json.loads(found.group(1))
+    except json.JSONDecodeError:
+        return None
+    return args if isinstance(args, dict) else None
 
 
 def _this_delegation(messages: Sequence[BaseMessage], prompt: str) -> Sequence[BaseMessage]:
