@@ -10,6 +10,7 @@ the checked text (the stored message, or the windows as each passes)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -26,6 +27,7 @@ from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.routing import after_answer, end_update, finish_reason_of
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import FEEDBACK_MARK, SupervisorState, feedback_message, is_run_input
+from supervisor_graph.nodes.structured_output import FINAL_ANSWER_TOOL
 from supervisor_graph.nodes.text import text_of
 
 __all__ = [
@@ -299,10 +301,35 @@ async def guarded_turn(
             trip = Tripwire(guard=windowed.held[0], boundary="output", agent_path=handle.agent_path, reason=windowed.held[1])
             await tripped(trip, config, handle, emit)
             return Turn([], None, tripwire=trip)
-    if "output" not in spec.guarded or not isinstance(response, AIMessage) or response.tool_calls or response.invalid_tool_calls:
+    if "output" not in spec.guarded or not isinstance(response, AIMessage) or response.invalid_tool_calls:
         return Turn(stored, response)
-    answer = await check_output(spec, response, history, handle, config, emit, windowed=windowed)
-    return Turn(stored, answer.message, answer.feedback, answer.tripwire, answer.held)
+    view = final_answer_view(response)
+    if response.tool_calls and view is None:
+        return Turn(stored, response)
+    answer = await check_output(spec, view or response, history, handle, config, emit, windowed=windowed)
+    message = from_view(response, answer.message) if view is not None and answer.message is not None else answer.message
+    return Turn(stored, message, answer.feedback, answer.tripwire, answer.held)
+
+
+def final_answer_view(response: AIMessage) -> AIMessage | None:
+    """A turn whose only call is the output schema's `final_answer` (SPEC §28) is an
+    answer too: its arguments, as JSON text, are what the output guards check."""
+    calls = response.tool_calls
+    if len(calls) != 1 or calls[0]["name"] != FINAL_ANSWER_TOOL:
+        return None
+    return response.model_copy(update={"content": json.dumps(calls[0]["args"], ensure_ascii=False), "tool_calls": []})
+
+
+def from_view(response: AIMessage, checked: AIMessage) -> AIMessage:
+    """The `final_answer` call with the checked text as its arguments. A guard's rewrite
+    that is no JSON object leaves no arguments: the answer fails its schema and goes back
+    to the model, and the unchecked arguments never cross."""
+    try:
+        args = json.loads(text_of(checked))
+    except ValueError:
+        args = None
+    call = {**response.tool_calls[0], "args": args if isinstance(args, dict) else {}}
+    return response.model_copy(update={"tool_calls": [call]})
 
 
 def tool_trip(messages: Sequence[BaseMessage]) -> Tripwire | None:
@@ -359,7 +386,12 @@ async def leaf_answer(
     went out as they were checked). A trip, or an escalation (a leaf cannot hold one for a
     person), fails the delegation."""
     sent = windowed is not None and all(g.mode == "streaming" for g in guards_at(spec.guards, "output"))
-    if response is not None and (response.tool_calls or response.invalid_tool_calls):
+    view = final_answer_view(response) if response is not None else None
+    if response is not None and view is not None:
+        answer = await check_output(spec, view, history, handle, config, emit, windowed=windowed)
+        if answer.message is not None:
+            answer = Answer(from_view(response, answer.message), answer.feedback, answer.tripwire, answer.held)
+    elif response is not None and (response.tool_calls or response.invalid_tool_calls):
         answer = Answer(response)
     elif response is not None:
         answer = await check_output(spec, response, history, handle, config, emit, windowed=windowed)

@@ -388,3 +388,32 @@ async def test_tool_result_escalation_asks_after_the_tool_ran_once() -> None:
     assert paused.suspended[0].payload["reason"] == "look at it"
     done = await agent.approve_tool_call(interrupt_id=paused.suspended[0].interrupt_id, memory={"thread": "trs-1"})
     assert done.text == "saw the result" and ledger == ["a"]  # the tool ran once
+
+
+# -- an answer through the output schema's final_answer tool is an answer too --------------
+
+
+class Secretive(BaseModel):
+    note: str
+
+
+async def test_output_guards_check_a_final_answer_call_at_the_top_and_in_a_leaf() -> None:
+    answer = tool_call("final_answer", {"note": f"use {SECRET}"})
+    top = boss([answer], guards=[guardrail(scrub, at="output")], output_schema=Secretive)
+    result = await top.generate("go")
+    assert result.object == Secretive(note="use [REDACTED]") and SECRET not in result.text
+
+    blocked = await boss([answer], guards=[guardrail(stop_secret, at="output")], output_schema=Secretive).generate("go")
+    assert blocked.finish_reason == "tripwire" and blocked.object is None and SECRET not in str(blocked.messages)
+
+    leaf = Agent(
+        id="worker-agent",
+        description="Works.",
+        model=ScriptedChatModel(responses=[answer]),
+        guardrails=[guardrail(scrub, at="output")],
+        output_schema=Secretive,
+    )
+    parent = Agent(id="boss", model=ScriptedChatModel(responses=[delegate("worker", "go"), "ok"]), agents={"worker": leaf})
+    done = await parent.generate("go")
+    assert done.delegations[0].object == Secretive(note="use [REDACTED]")
+    assert SECRET not in seen(parent.model)  # type: ignore[arg-type]
