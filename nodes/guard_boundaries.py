@@ -26,6 +26,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send, interrupt
 
+from supervisor_graph.nodes.budget import spend
 from supervisor_graph.nodes.decisions import DecisionError, parse_decision
 from supervisor_graph.nodes.delegation_result import failure_text
 from supervisor_graph.nodes.events import Emitter
@@ -33,6 +34,7 @@ from supervisor_graph.nodes.guards import GuardOutcome, Guardrail, Tripwire, Tri
 from supervisor_graph.nodes.options import RunHandle
 from supervisor_graph.nodes.otel import guard_span
 from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.state import add_usage, zero_usage
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.tracing import announce
 
@@ -105,6 +107,13 @@ def _ask(request: dict[str, Any]) -> tuple[bool, int]:
             request = {**request, "error": str(exc)}
 
 
+def guard_spent(handle: RunHandle, guard: str, usage: dict[str, int]) -> None:
+    """A guard's model tokens: in the run's usage under the guard's name, and against the
+    run's budgets like any model call's."""
+    add_usage(handle.guard_usage.setdefault(f"{'/'.join(handle.agent_path)}/guard:{guard}", zero_usage()), usage)
+    spend(handle.budget, usage)
+
+
 async def cross(
     spec: AgentSpec,
     boundary: str,
@@ -139,6 +148,7 @@ async def cross(
         tool_call=tool_call,
         subagent=subagent,
         attempt=attempt,
+        record_usage=lambda name, usage: guard_spent(handle, name, usage),
     )
     await _observe(outcome, boundary, config, handle, emit, where)
     trip = outcome.tripwire

@@ -168,6 +168,10 @@ class RunHandle:
     durable: bool = False
     # Working memory of a run without a thread (SPEC §8), shared with its delegations.
     scratch: dict[str, Any] = field(default_factory=dict)
+    # Tokens the run's guards spent asking their models (SPEC §30), by path
+    # (`<agent path>/guard:<name>`), shared with its delegations: the result adds them
+    # to its usage (they are in no message, so this is in memory only)
+    guard_usage: dict[str, dict[str, int]] = field(default_factory=dict)
     # The run's version resolver (SPEC §13), shared with its delegations, and the version
     # in force for this agent (None: its code definition).
     versions: Any = None

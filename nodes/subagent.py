@@ -155,6 +155,7 @@ def make_subagent_node(
                 stream_events=handle.stream_events,
                 durable=handle.durable,
                 scratch=handle.scratch,
+                guard_usage=handle.guard_usage,
                 versions=handle.versions,
                 override=await handle.versions.resolve(agent_id) if handle.versions is not None else None,
                 # its parent's budgets and its own (`modified_budget`, else `Agent(budget=)`), from now

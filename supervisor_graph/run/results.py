@@ -15,7 +15,7 @@ from supervisor_graph.nodes.delegation import (
 )
 from supervisor_graph.nodes.guards import Tripwire
 from supervisor_graph.nodes.routing import last_turn, unanswered
-from supervisor_graph.nodes.state import run_start, usage_by_agent_of_run, usage_of_run
+from supervisor_graph.nodes.state import add_usage, run_start, usage_by_agent_of_run, usage_of_run, zero_usage
 from supervisor_graph.nodes.structured_output import OutputSchema, StructuredOutputError
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.run.chunks import Usage
@@ -185,14 +185,21 @@ def build_result(run: Run, values: dict[str, Any] | None, aborted: bool) -> Gene
     schema = run_schema(run) if value is not None else None
     if schema is not None and not aborted and not interrupts:
         text = OutputSchema.dumps(value)
+    usage = usage_of_run(messages, start)
+    by_agent = usage_by_agent_of_run(messages, start, run.agent.id)
+    handle = run.context.handle
+    if handle is not None and handle.guard_usage:  # guards' model calls are in no message (SPEC §30)
+        for path, counts in handle.guard_usage.items():
+            add_usage(usage, counts)
+            add_usage(by_agent.setdefault(path, zero_usage()), counts)
     return GenerateResult(
         # a hard stop (SPEC §7) ends on a turn whose tool calls never ran: its text is the answer
         text=text,
         object=schema.to_object(value) if schema is not None and not aborted and not interrupts else None,
         error=StructuredOutputError.from_dict(error) if error and reason == "error" else None,
         messages=new,
-        usage=Usage(**usage_of_run(messages, start)),
-        usage_by_agent={path: Usage(**counts) for path, counts in usage_by_agent_of_run(messages, start, run.agent.id).items()},
+        usage=Usage(**usage),
+        usage_by_agent={path: Usage(**counts) for path, counts in by_agent.items()},
         finish_reason=reason,
         tripwire=tripwire,
         run_id=run.run_id,

@@ -13,7 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from supervisor_graph import Agent
 from supervisor_graph.guardrails import GuardContext, allow, block, guardrail, redact
-from supervisor_graph.testing import ScriptedChatModel, delegate
+from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 SECRET = "sk-GRAPH1122334455"
 
@@ -95,3 +95,29 @@ async def test_each_verdict_is_a_span_under_the_agent_span(spans: Any) -> None:
     assert by_boundary[("output", "redact")].parent.span_id == sub.context.span_id
     assert by_boundary[("result", "allow")].parent.span_id == boss.context.span_id
     assert by_boundary[("output", "allow")].parent.span_id == boss.context.span_id
+
+
+async def test_a_judge_guards_tokens_count_in_usage_by_agent_and_against_budgets() -> None:
+    from supervisor_graph.guardrails import prompt_injection
+
+    def judgement(flagged: bool) -> dict[str, Any]:
+        return tool_call("GuardJudgement", {"flagged": flagged, "reason": "gives orders" if flagged else "plain"})
+
+    judge = ScriptedChatModel(policy=lambda m: judgement(False), input_tokens=100, output_tokens=20)
+    worker = Agent(id="worker-agent", description="Works.", model=ScriptedChatModel(responses=["the facts"]))
+    boss = Agent(
+        id="boss",
+        model=ScriptedChatModel(responses=[delegate("worker", "find"), "done"]),
+        agents={"worker": worker},
+        guardrails=[prompt_injection(model=judge, at="result")],
+    )
+    result = await boss.generate("go")
+    assert result.usage_by_agent["boss/guard:prompt_injection"].total_tokens == 120
+    assert result.usage.total_tokens == sum(u.total_tokens for u in result.usage_by_agent.values())
+
+    # the judge's tokens use up a budget like any model call's: the supervisor stops before its next call
+    boss_model = ScriptedChatModel(responses=[delegate("worker", "find"), "done"])
+    tight = boss.model_copy(update={"model": boss_model})
+    worker.model = ScriptedChatModel(responses=["the facts"])  # type: ignore[misc]
+    stopped = await tight.generate("go", budget={"tokens": 100})
+    assert stopped.finish_reason == "budget" and len(boss_model.calls) == 1
