@@ -225,6 +225,10 @@ class Decision(_Strict):
 
 
 class Expect(_Strict):
+    """What a case expects of its run: the answer, the delegation tree (`delegations`,
+    ordered by `order`), the top agent's own tool calls (`tools`), every call of the run
+    (`all_tools`), how it ends, what it may cost, and the scorers it must pass."""
+
     output: OutputExpect | None = None
     delegations: list[DelegationExpect] | None = None
     order: Order = "strict"

@@ -22,7 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 README = REPO / "README.md"
 # The modules whose public names the API reference documents.
-PUBLIC = ("supervisor_graph", "supervisor_graph.testing", "supervisor_graph.agui", "supervisor_graph.guardrails")
+PUBLIC = (
+    "supervisor_graph", "supervisor_graph.testing", "supervisor_graph.agui", "supervisor_graph.guardrails",
+    "supervisor_graph.evals",
+)
 _DIRECTIVE = re.compile(r"^::: ([\w.]+)$", re.M)
 
 

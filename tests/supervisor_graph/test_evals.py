@@ -356,3 +356,9 @@ def test_the_cases_run_against_a_served_agent_over_agui() -> None:
         "agent/research_agent: missing tool call lookup(topic='bees') (order strict)",
         "agent/research_agent: missing delegation to fact_agent (prompt regex '^check') (order strict)",
     ]
+
+
+def test_the_page_shows_the_demo_dataset_as_shipped() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "evaluations.md").read_text()
+    shipped = (Path(__file__).resolve().parents[2] / "supervisor_graph" / "examples" / "research_write_cases.yaml").read_text()
+    assert f"```yaml\n{shipped}```" in page

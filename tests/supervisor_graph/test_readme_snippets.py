@@ -62,6 +62,9 @@ EXPECT = {
     "subagents-with-a-schema-1": "[{'facts': ['water boils at 100 C']}] Water boils at 100 C.",
     "streaming-partial-objects-1": "city='Oslo' forecast='light snow all day'",
     "the-compiled-graph-servers-and-protocols-1": "{'count': 3}",
+    # the demo dataset: four cases pass, the one written to fail fails with its difference
+    "a-case-file-1": "5 cases: 4 passed, 1 failed, 0 errored\nresearch-then-write passed",
+    "the-report-and-the-gate-1": "ok",
     # guardrails: redacted before the model and the thread; a retry's feedback; a tripwire and the
     # conversation after it; a poisoned tool result stopping a subagent; an escalation approved;
     # a streamed answer that only ever held checked windows
