@@ -79,14 +79,19 @@ def _looks_random(token: str) -> bool:
 # -- the expressions ------------------------------------------------------------------------
 
 _EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![\w-])")
+# (each expression consumes its first character before it looks behind it: an expression that
+# starts with a character class lets the engine skip ahead to where it can match)
 _PHONE = re.compile(
-    r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,5}(?![\w])"  # international: +44 20 7946 0958
-    r"|(?<![\w(])(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4}(?![\w])"  # North American: (555) 123-4567
+    r"\+(?<![\w+]\+)\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,5}(?![\w])"  # international: +44 20 7946 0958
+    r"|\((?<![\w(]\()\d{3}\) ?\d{3}[ .-]\d{4}(?![\w])"  # North American: (555) 123-4567
+    r"|\d(?<![\w(]\d)\d{2}[ .-]\d{3}[ .-]\d{4}(?![\w])"  # and 555-123-4567
 )
-_CARD = re.compile(r"(?<![\w.-])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\w-])")
-_IBAN = re.compile(r"(?<![\w])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![\w])")
-_IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d)")
-_IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?(?![\w:])")
+_CARD = re.compile(r"[2-6](?<![\w.-][2-6])\d{3}(?:[ -]?\d){9,15}(?![\w-])")
+_IBAN = re.compile(r"[A-Z](?<!\w[A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![\w])")
+# candidates, checked in Python (an octet is at most 255, without a leading zero; `ipaddress` for v6)
+_IPV4 = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}")
+_IPV6 = re.compile(r":[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*")  # from its first colon: the hex digits before it are added
+_HEX = frozenset("0123456789abcdefABCDEF")
 _VERSION_BEFORE = re.compile(r"(?:\bv|\bversion|\bver\.?|\brelease|\bbuild|\bfirmware)\s*$", re.IGNORECASE)
 _SECRET = re.compile(
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[A-Za-z0-9+/=\s\\n]*)"
@@ -102,6 +107,13 @@ _SECRET = re.compile(
     r")(?![\w-])"
 )
 _TOKEN = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/_-]{20,}={0,2}(?![\w+/=-])")
+# what a text must hold for a prefixed secret (substring searches: much faster than one expression)
+_SECRET_HINTS = ("sk-", "_live_", "_test_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox",
+                 "AKIA", "ASIA", "AIza", "eyJ", "PRIVATE KEY")  # fmt: skip
+
+
+def _has_digit(text: str) -> bool:
+    return any(d in text for d in "0123456789")
 
 # when two matches overlap, the kind listed first wins (an IBAN's digits are no card number)
 _PRIORITY = {"secret": 0, "iban": 1, "credit_card": 2, "email": 3, "ip_address": 4, "phone": 5, "entropy": 6}
@@ -138,26 +150,47 @@ def _ibans(text: str) -> Iterator[PIIMatch]:
 
 
 def _ips(text: str) -> Iterator[PIIMatch]:
-    for m in _IPV4.finditer(text):
-        if not _VERSION_BEFORE.search(text, max(0, m.start() - 12), m.start()):
-            yield PIIMatch("ip_address", m.start(), m.end(), m.group())
+    if "." in text and _has_digit(text):
+        for m in _IPV4.finditer(text):
+            start, end, value = m.start(), m.end(), m.group()
+            before, after = text[start - 1 : start], text[end : end + 2]
+            if (before and (before.isalnum() or before in "._")) or (after[:1].isalnum() or after[:1] == "_"):
+                continue
+            if after[:1] == "." and after[1:2].isdigit():
+                continue  # 1.2.3.4.5
+            if any(int(o) > 255 or (len(o) > 1 and o[0] == "0") for o in value.split(".")):
+                continue
+            if not _VERSION_BEFORE.search(text, max(0, start - 12), start):
+                yield PIIMatch("ip_address", start, end, value)
+    if "::" not in text and text.count(":") < 7:
+        return  # an IPv6 address has `::` or seven colons
     for m in _IPV6.finditer(text):
-        value = m.group()
+        start = m.start()
+        while start > 0 and start > m.start() - 4 and text[start - 1] in _HEX:
+            start -= 1
+        value = text[start : m.end()].rstrip(".")
+        before, after = text[start - 1 : start], text[start + len(value) : start + len(value) + 1]
+        if (before and (before.isalnum() or before in "_.")) or (after and (after.isalnum() or after == "_")):
+            continue
         if value.count(":") < 2 or not any(ch not in ":" for ch in value):
             continue
         try:
             ipaddress.IPv6Address(value)
         except ValueError:
             continue  # a time of day, a MAC address, `a::b` in code
-        yield PIIMatch("ip_address", m.start(), m.end(), value)
+        yield PIIMatch("ip_address", start, start + len(value), value)
 
 
 def _secrets(text: str) -> Iterator[PIIMatch]:
+    if not any(hint in text for hint in _SECRET_HINTS):
+        return
     for m in _SECRET.finditer(text):
         yield PIIMatch("secret", m.start(), m.end(), m.group())
 
 
 def _entropy_secrets(text: str) -> Iterator[PIIMatch]:
+    if max(map(len, text.split()), default=0) < 20:
+        return
     for m in _TOKEN.finditer(text):
         if _looks_random(m.group().rstrip("=")):
             yield PIIMatch("entropy", m.start(), m.end(), m.group())
@@ -172,7 +205,7 @@ _DETECTORS = {
     "secret": (_secrets, _entropy_secrets),
 }
 # what a text must hold for a detector to have anything to find (skips most of them on most texts)
-_NEEDS = {"email": "@", "phone": None, "credit_card": None, "iban": None, "ip_address": None, "secret": None}
+_NEEDS = {"email": "@", "phone": "digit", "credit_card": "digit", "iban": "digit", "ip_address": None, "secret": None}
 
 
 def detect_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> list[PIIMatch]:
@@ -180,11 +213,17 @@ def detect_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> list[PIIMatch]:
     detectors claim the same characters, the more specific one wins: a secret, an IBAN,
     a card number, an email, an IP address, a phone number)."""
     found: list[PIIMatch] = []
+    digits: bool | None = None
     for kind in kinds:
         needs = _NEEDS.get(kind)
         if kind not in _DETECTORS:
             raise ValueError(f"unknown PII kind {kind!r}; the kinds are {', '.join(PII_KINDS)}")
-        if needs is not None and needs not in text:
+        if needs == "digit":
+            if digits is None:
+                digits = _has_digit(text)
+            if not digits:
+                continue
+        elif needs is not None and needs not in text:
             continue
         for detector in _DETECTORS[kind]:
             found.extend(detector(text))
