@@ -29,9 +29,10 @@ __all__ = ["add_eval_parser", "cmd_eval"]
 def add_eval_parser(sub: Any) -> None:
     parser = sub.add_parser("eval", help="run a case file against an agent and gate on the result (CI)")
     parser.add_argument(
-        "paths", nargs="+", metavar="[TARGET] CASES", help="module:attr naming the Agent, then the case file "
-        "(.yaml, .jsonl, or an ADK evalset .json); with --url the TARGET may be left out"
+        "target", nargs="?", metavar="TARGET", help="module:attr or path/to/file.py:attr naming the Agent "
+        "(with --url it may be left out: it then only checks the subagent keys)"
     )
+    parser.add_argument("cases", metavar="CASES", help="the case file: .yaml, .jsonl, or an ADK evalset .json")
     parser.add_argument("--repeat", type=int, default=1, metavar="K", help="runs per case (pass rate and pass^k)")
     parser.add_argument("--concurrency", type=int, default=4, metavar="N", help="runs at once (default 4)")
     parser.add_argument("--min-pass-rate", type=float, default=1.0, metavar="R", help="with --repeat: a case passes at this pass rate (default 1.0)")
@@ -43,9 +44,9 @@ def add_eval_parser(sub: Any) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    if len(args.paths) > 2 or len(args.paths) == 1 and not args.url:
+    if args.target is None and not args.url:
         raise CLIError("give TARGET and CASES (module:attr cases.yaml), or CASES alone with --url")
-    target_name, cases_path = (None, args.paths[0]) if len(args.paths) == 1 else args.paths
+    target_name, cases_path = args.target, args.cases
     if args.repeat < 1 or args.concurrency < 1 or not 0.0 <= args.min_pass_rate <= 1.0:
         raise CLIError("--repeat and --concurrency must be at least 1, --min-pass-rate in [0, 1]")
     baseline: dict[str, Any] | None = None

@@ -185,7 +185,7 @@ class ScorerSpec(_Strict):
     """A scorer by import path (`module:attr`, a `create_scorer` or rubric object), the
     score it must reach, and for a judge how many samples (it passes by majority)."""
 
-    scorer: str = Field(pattern=r"^[\w.]+:[\w.]+$")
+    scorer: str
     threshold: float = Field(default=1.0, ge=0.0, le=1.0)
     samples: int = Field(default=1, ge=1, le=15)
 
@@ -193,6 +193,13 @@ class ScorerSpec(_Strict):
     @classmethod
     def _from_path(cls, data: Any) -> Any:
         return {"scorer": data} if isinstance(data, str) else data
+
+    @field_validator("scorer")
+    @classmethod
+    def _import_path(cls, value: str) -> str:
+        if not re.fullmatch(r"[\w.]+:[\w.]+", value):
+            raise ValueError(f"{value!r} is not an import path: name a scorer as module:attr")
+        return value
 
 
 class Decision(_Strict):
