@@ -58,13 +58,23 @@ from supervisor_graph.nodes.delegation_result import DelegationRecord
 from supervisor_graph.nodes.delegation_transcript import record_answer, record_transcript
 from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.events import Emitter
-from supervisor_graph.nodes.guard_answers import leaf_answer, quiet, stream_answer, streams_output
-from supervisor_graph.nodes.guards import Tripwire, TripwireError, guards_at
+from supervisor_graph.nodes.guard_answers import (
+    HELD_MARK,
+    leaf_answer,
+    mark_held,
+    quiet,
+    stream_answer,
+    streams_output,
+    unmark,
+)
+from supervisor_graph.nodes.guard_boundaries import hold_for_person
+from supervisor_graph.nodes.guards import TripwireError, guards_at
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, dispatch, unanswered
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.structured_output import retries_used, settle, stray_final_answers
 from supervisor_graph.nodes.supervisor import finish_reason_of, model_input, repair_calls, step_finish
+from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.tools import ToolRun, needs_approval, run_tool_call
 
 __all__ = ["AGENT_PATH_KEY", "NAMESPACE_KEY", "RESUME_NS_KEY", "can_run_directly", "run_directly"]
@@ -265,6 +275,8 @@ class _Loop:
         self.answers = 0  # answers to pauses used by this task so far
         # the answer's value (or why it has none) when the agent has an output schema
         self.structured: dict[str, Any] = {}
+        # an answer a guard escalated and a person let through: the next turn's response
+        self.pending: AIMessage | None = None
 
     async def run(self) -> str | _Pause:
         using_request_context(self.handle.request_context)
@@ -281,6 +293,8 @@ class _Loop:
                 if bail:
                     return "bail"
             sequential = False
+            if self.spec.guarded and await self._settle_held():
+                return _Pause()
             if unanswered(self.history):
                 return "tool-calls"  # only client tools are left: the caller's to run
             iteration = sum(isinstance(m, AIMessage) for m in self.history)
@@ -304,8 +318,13 @@ class _Loop:
                 spend(self.handle.budget, compacted["usage"])  # the summariser's tokens count against budgets too
             prompt = model_input(budget_notice(self.handle.budget, system), context, shown)
             guarded = "output" in self.spec.guarded  # its answer streams only once checked (SPEC §30)
-            windowed = None
-            if guarded and streams_output(self.spec):
+            windowed: Any = None
+            response: Any = self.pending
+            if response is not None:  # an answer a person let through: not asked again
+                guarded, self.pending = False, None
+                if text_of(response):
+                    self.emit("text-delta", {"text": text_of(response), "message_id": response.id})
+            elif guarded and streams_output(self.spec):
                 send = all(g.mode == "streaming" for g in guards_at(self.spec.guards, "output"))
                 response, windowed = await stream_answer(self.spec, model, prompt, self.model_config, self.handle, self.emit, send=send)
             else:
@@ -315,6 +334,9 @@ class _Loop:
                 response = await leaf_answer(self.spec, response, windowed, self.history, self.handle, self.config, self.emit)
                 if response is None:
                     continue  # sent back: the model answers again
+                if HELD_MARK in response.additional_kwargs:
+                    self.history.append(response)  # a person decides first (`_settle_held`)
+                    continue
             if not isinstance(response, AIMessage):
                 raise TypeError(f"Agent {self.spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
             spend(self.handle.budget, response.usage_metadata)
@@ -398,6 +420,31 @@ class _Loop:
             self.namespace,
             self.emit,
         )
-        if run.held is not None:  # a leaf cannot hold a tool result for a person: its delegation fails
-            raise TripwireError(Tripwire(guard=run.held[0], boundary="tool_result", agent_path=self.handle.agent_path, reason=run.held[1]))
+        if run.held is not None:  # a person decides before the model sees it (`_settle_held`)
+            return run._replace(message=mark_held(run.message, "tool_result", run.held), held=None)
         return run
+
+    async def _settle_held(self) -> bool:
+        """Put what a guard escalated to a person (SPEC §30), one pause at a time: an
+        approved tool result stays, an approved answer becomes the turn's response again
+        (`self.pending`); a declined one fails the delegation. True: the pause goes to a
+        fresh task (this one has used an answer already)."""
+        for i, message in enumerate(self.history):
+            held = message.additional_kwargs.get(HELD_MARK)
+            if held is None:
+                continue
+            if self.answers:
+                return True
+            await self.journal.save(self.history)  # the re-run on resume finds it held
+            ref = message.id or getattr(message, "tool_call_id", "") or ""
+            guard = (held["guard"], held["reason"])
+            trip = await hold_for_person(guard, held["boundary"], text_of(message), self.handle, self.config, self.emit, ref, self.namespace)
+            self.answers += 1
+            if trip is not None:
+                raise TripwireError(trip)
+            if isinstance(message, AIMessage):
+                del self.history[i]
+                self.pending = unmark(message)
+                return False
+            self.history[i] = unmark(message)
+        return False

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.messages.utils import message_chunk_to_message
@@ -311,6 +311,23 @@ async def guarded_turn(
     return Turn(stored, message, answer.feedback, answer.tripwire, answer.held)
 
 
+M = TypeVar("M", bound=BaseMessage)
+
+# marks a leaf subagent's answer or tool result a guard escalated, until a person decides
+# (kept in the delegation's journal, so a resumed task asks again instead of re-running)
+HELD_MARK = "supervisor_graph_guard_held"
+
+
+def mark_held(message: M, boundary: str, held: tuple[str, str]) -> M:
+    kwargs = {**message.additional_kwargs, HELD_MARK: {"boundary": boundary, "guard": held[0], "reason": held[1]}}
+    return message.model_copy(update={"additional_kwargs": kwargs})
+
+
+def unmark(message: M) -> M:
+    kwargs = {k: v for k, v in message.additional_kwargs.items() if k != HELD_MARK}
+    return message.model_copy(update={"additional_kwargs": kwargs})
+
+
 def final_answer_view(response: AIMessage) -> AIMessage | None:
     """A turn whose only call is the output schema's `final_answer` (SPEC §28) is an
     answer too: its arguments, as JSON text, are what the output guards check."""
@@ -383,8 +400,8 @@ async def leaf_answer(
     """A leaf subagent's model turn through its output guards (nodes/direct.py): the
     message to store, or None when it was sent back (the feedback is in `history`). Its
     tokens were not streamed: what streams is the checked text, once (the windows already
-    went out as they were checked). A trip, or an escalation (a leaf cannot hold one for a
-    person), fails the delegation."""
+    went out as they were checked). A trip fails the delegation; an escalation comes back
+    marked (`mark_held`) for the loop to put to a person."""
     sent = windowed is not None and all(g.mode == "streaming" for g in guards_at(spec.guards, "output"))
     view = final_answer_view(response) if response is not None else None
     if response is not None and view is not None:
@@ -403,10 +420,12 @@ async def leaf_answer(
     if answer.feedback is not None:
         history.append(answer.feedback)
         return None
+    if answer.message is not None and answer.held is not None:  # a person decides first (nodes/direct.py)
+        return mark_held(answer.message, "output", answer.held)
     if answer.message is None or answer.held is not None:
         trip = answer.tripwire
         if trip is None:
-            assert answer.held is not None
+            assert answer.held is not None  # held inside a stream: nothing whole to show a person
             trip = Tripwire(guard=answer.held[0], boundary="output", agent_path=handle.agent_path, reason=answer.held[1])
             await tripped(trip, config, handle, emit)
         raise TripwireError(trip)

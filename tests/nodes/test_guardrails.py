@@ -417,3 +417,54 @@ async def test_output_guards_check_a_final_answer_call_at_the_top_and_in_a_leaf(
     done = await parent.generate("go")
     assert done.delegations[0].object == Secretive(note="use [REDACTED]")
     assert SECRET not in seen(parent.model)  # type: ignore[arg-type]
+
+
+# -- a leaf subagent holds an escalation for a person (its journal keeps what waits) -------------
+
+
+@pytest.mark.parametrize("approve", [True, False])
+async def test_a_leaf_subagents_output_escalation_waits_for_a_person(approve: bool) -> None:
+    memory = Memory(storage=":memory:")
+    sub_model = ScriptedChatModel(responses=["the leaf's answer"])
+    sub = Agent(
+        id="worker-agent", description="Works.", model=sub_model,
+        guardrails=[guardrail(lambda ctx: escalate("a person reads it first"), at="output", name="review")],
+    )  # fmt: skip
+    top = Agent(id="boss", model=ScriptedChatModel(responses=[delegate("worker", "go"), "top done"]), agents={"worker": sub}, memory=memory)
+    paused = await top.generate("go", memory={"thread": "leaf-esc"})
+    assert paused.finish_reason == "suspended"
+    [item] = paused.suspended
+    assert (item.kind, item.tool_name, item.agent_path) == ("guard", "review", ("boss", "worker-agent"))
+    answer = top.approve_tool_call if approve else top.decline_tool_call
+    done = await answer(interrupt_id=item.interrupt_id, memory={"thread": "leaf-esc"})
+    assert done.text == "top done" and len(sub_model.calls) == 1  # the leaf's model was not asked again
+    delegation = done.delegations[0]
+    if approve:
+        assert delegation.success and delegation.text == "the leaf's answer"
+        assert "the leaf's answer" in seen(top.model)  # type: ignore[arg-type]
+    else:
+        assert not delegation.success and delegation.error == "TripwireError"
+        assert "the leaf's answer" not in seen(top.model)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("approve", [True, False])
+async def test_a_leaf_subagents_tool_result_escalation_waits_and_the_tool_runs_once(approve: bool) -> None:
+    memory = Memory(storage=":memory:")
+    ledger: list[str] = []
+    sub_model = ScriptedChatModel(responses=[tool_call("lookup", {"q": "k"}), "used it"])
+    sub = Agent(
+        id="worker-agent", description="Works.", model=sub_model, tools=[lookup_tool(ledger)],
+        guardrails=[guardrail(lambda ctx: escalate("look at it"), at="tool_result", name="result-review")],
+    )  # fmt: skip
+    top = Agent(id="boss", model=ScriptedChatModel(responses=[delegate("worker", "go"), "top done"]), agents={"worker": sub}, memory=memory)
+    paused = await top.generate("go", memory={"thread": "leaf-tool-esc"})
+    [item] = paused.suspended
+    assert (item.kind, item.tool_name) == ("guard", "result-review") and ledger == ["k"]
+    answer = top.approve_tool_call if approve else top.decline_tool_call
+    done = await answer(interrupt_id=item.interrupt_id, memory={"thread": "leaf-tool-esc"})
+    assert ledger == ["k"]  # the tool ran once
+    assert done.delegations[0].success is approve
+    if approve:
+        assert SECRET in seen(sub_model) and done.delegations[0].text == "used it"
+    else:
+        assert len(sub_model.calls) == 1 and SECRET not in seen(top.model)  # type: ignore[arg-type]
