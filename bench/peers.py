@@ -263,10 +263,12 @@ async def peer_timing(
     workdir: Any,
     names: tuple[str, ...] | None = None,
     script: Script | None = None,
+    cpu: bool = False,
 ) -> dict[str, Any]:
     """Per-run medians of ours, the incumbent, the floor and every installed peer, runs
     interleaved round-robin on fresh threads, each run checked (call counts, answer).
-    Returns {"cells": {(kind, n): {name: [seconds]}}, "missing": [names]}."""
+    Returns {"cells": {(kind, n): {name: [seconds]}}, "missing": [names]}: wall seconds,
+    or the process's CPU seconds with `cpu` (steadier on a machine shared with other work)."""
     import gc
 
     from bench.contenders import build
@@ -296,9 +298,9 @@ async def peer_timing(
                     order = contenders[i % len(contenders):] + contenders[: i % len(contenders)]
                     for contender in order:
                         gc.collect()
-                        wall, _ = await run_measured(contender, PROMPT, f"peer-{kind}-{n}-{i}")
+                        wall, cpu_s = await run_measured(contender, PROMPT, f"peer-{kind}-{n}-{i}")
                         if i >= warmup:
-                            samples[contender.name].append(wall)
+                            samples[contender.name].append(cpu_s if cpu else wall)
                         if contender.script.record_calls and hasattr(contender, "forget_calls"):
                             contender.forget_calls()
             finally:

@@ -16,7 +16,8 @@ from bench.aegra import ScaleoutResult, summary
 from bench.agui import AguiResult
 from bench.concurrency import ConcurrencyRun
 from bench.contenders import CONTENDERS
-from bench.guard import TOLERANCE, GuardCheck
+from bench.guard import GuardCheck
+from bench.guard import render as render_guard
 from bench.mastra_peer import MastraResult
 from bench.one_path import OnePath
 from bench.profiling import Profile, format_profile
@@ -964,17 +965,7 @@ def _mastra(r: Results, ours: dict[tuple[str, int], float]) -> list[str]:
 
 
 def _guard(r: Results) -> list[str]:
-    if not r.guard:
-        return []
-    lines = [
-        "## Regression guard",
-        "",
-        f"Ratios of medians now against `bench/guard.json`; a ratio more than {TOLERANCE:.2f}x its committed value "
-        "fails `python -m bench` (CI runs `--quick`).",
-        "",
-    ]
-    rows = [[c.name, f"{c.committed:.2f}", f"{c.now:.2f}", "ok" if c.ok else "REGRESSION"] for c in r.guard]
-    return lines + _table(["Ratio", "committed", "now", "verdict"], rows, numeric=False)
+    return render_guard(r.guard)[:-1]  # the section's blank line comes from the join
 
 
 def _working_memory(r: Results) -> list[str]:
