@@ -73,7 +73,8 @@ EXPECT = {
     "verdicts-1": "Water boils at 100 C (https://example.org/water).\nYour answer was not sent: Cite the page you used (its URL).",
     "tripwires-1": "tripwire pii input pii: found secret at input\nstop Happy to help.",
     "indirect-prompt-injection-tool-results-and-subagent-results-1": "False [Delegation Failed] the guardrail "
-    "'prompt_injection' stopped reader at its tool_result boundary.",
+    "'prompt_injection' stopped reader at its tool_result boundary. Try another approach or explain the failure.\n"
+    "1 I could not check the hours.\n['boss', 'boss/reader', 'boss/reader/guard:prompt_injection']",
     "escalating-to-a-person-1": "suspended guard\nstop Refund done.",
     "modes-1": "Your invoice went to [REDACTED_EMAIL] on Monday; write to [REDACTED_EMAIL].",
     "tool-arguments-and-results-1": 'redact {"to": "[REDACTED_EMAIL]", "card": "[REDACTED_CREDIT_CARD]", "amount": 12.5}\n'
