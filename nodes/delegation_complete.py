@@ -132,6 +132,7 @@ async def finish_delegation(
     *,
     guarded: frozenset[str] = frozenset(),
     task: dict[str, Any] | None = None,
+    parent: Any = None,
 ) -> Command[Any]:
     """What a subagent node returns once its subagent (local or remote) has run: on to
     `<key>.complete` when the run has that hook or the parent guards results (`guarded`:
@@ -142,15 +143,22 @@ async def finish_delegation(
         # checkpointed with the tool message, so the parent's usage by agent survives a
         # pause, a resume and a new process exactly as its usage does
         artifact[USAGE_BY_AGENT_KEY] = record.usage_by_agent
-    if "result" not in guarded:  # else once its guards have decided, in `<key>.complete`
+    hooked = opts.delegation.on_delegation_complete is not None
+    payload: dict[str, Any] = {"call": call, "artifact": artifact, "text": record.text, "prompt": record.prompt}
+    if "result" in guarded:  # a guard's retry runs the delegation again (SPEC §30)
+        payload["task"], payload["namespace"] = task, namespace
+    if "result" in guarded and not hooked and parent is not None:  # its guards decide here (SPEC §30)
+        if record.success:
+            again = await guard_result(parent, key, record.agent_id, payload, artifact, record, handle, config, emit, in_node=True)
+            if again is not None:
+                return again  # run again with the guard's feedback, or to `<key>.complete` for a person
+        await announce_result(config, handle, record, namespace, emit)
+    elif "result" not in guarded:  # else once its guards have decided, in `<key>.complete`
         summary = {**record.summary(), "namespace": namespace}
         if emit.active:
             emit("delegation-complete", summary)
         await announce(config, "delegation-complete", summary, handle.agent_path)
-    if opts.delegation.on_delegation_complete is not None or "result" in guarded:
-        payload: dict[str, Any] = {"call": call, "artifact": artifact, "text": record.text, "prompt": record.prompt}
-        if "result" in guarded:  # a guard's retry runs the delegation again (SPEC §30)
-            payload["task"], payload["namespace"] = task, namespace
+    if hooked or ("result" in guarded and parent is None):
         return Command(goto=Send(complete_node(key), payload))
     message = result_message(opts, handle, record, call, artifact, preview)
     if emit.active:

@@ -27,7 +27,7 @@ from supervisor_graph.nodes.delegation_hooks import (
 )
 from supervisor_graph.nodes.delegation_result import failure_text
 from supervisor_graph.nodes.events import Emitter
-from supervisor_graph.nodes.guard_boundaries import guard_delegation
+from supervisor_graph.nodes.guard_boundaries import GUARD_CHECKED, GUARD_HELD, guard_delegation, guard_delegation_held
 from supervisor_graph.nodes.options import RunContext
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, DelegationTask
 from supervisor_graph.nodes.scope import run_scope
@@ -44,12 +44,20 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
         opts, handle = run_scope(parent, config, runtime)
         hook = opts.delegation.on_delegation_start
         call = task["call"]
-        guarded = "delegation" in parent.guarded
+        guarded = "delegation" in parent.guarded and not task.get(GUARD_CHECKED)
+        if task.get(GUARD_HELD):  # the subagent node's guard escalated: the person decides here (SPEC §30)
+            stopped = await guard_delegation_held(parent, sub_id, task, handle, config, Emitter(runtime, handle))
+            if stopped is not None:
+                return Command(update={"messages": [stopped]}, goto=SUPERVISOR_NODE)
+            let_through = {k: v for k, v in task.items() if k != GUARD_HELD}
+            return Command(goto=Send(key, {**let_through, GUARD_CHECKED: True}))
         if hook is None and not guarded:  # options changed between the turn and this node: pass through
             return Command(goto=Send(key, task))
-        if hook is None:  # only the agent's guards watch this edge (SPEC §30)
+        if hook is None:  # only the agent's guards watch this edge (a checkpoint from before they ran in-node)
             prompt, stopped = await guard_delegation(parent, sub_id, call, task["prompt"], handle, config, Emitter(runtime, handle))
-            return Command(update={"messages": [stopped]}, goto=SUPERVISOR_NODE) if stopped else Command(goto=Send(key, {**task, "prompt": prompt}))
+            if stopped is not None:
+                return Command(update={"messages": [stopped]}, goto=SUPERVISOR_NODE)
+            return Command(goto=Send(key, {**task, "prompt": prompt, GUARD_CHECKED: True}))
         tool_call_id = call["id"] or ""
         messages = read_channel(config, "messages") or []
         child = handle.request_context.fork(RUN_IDENTITY_KEYS)
@@ -87,6 +95,7 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
         forward: DelegationTask = {
             **task,
             "prompt": prompt,
+            GUARD_CHECKED: guarded or bool(task.get(GUARD_CHECKED)),  # type: ignore[misc]
             "max_steps": decision.modified_max_steps or task.get("max_steps"),
             "budget": decision.modified_budget.model_dump(exclude_none=True) if decision.modified_budget else None,
             "request_context": values,

@@ -29,6 +29,7 @@ from supervisor_graph.nodes.delegation_result import DelegationRecord
 from supervisor_graph.nodes.delegation_view import apply_message_filter, model_view
 from supervisor_graph.nodes.errors import log_failure
 from supervisor_graph.nodes.events import EVENT_KEY, Emitter
+from supervisor_graph.nodes.guard_boundaries import guard_delegation_in_node
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.scope import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
@@ -124,6 +125,10 @@ async def delegate_remotely(
     reason (its pause, a `GraphBubbleUp`, pauses the parent; any other exception is a
     failed delegation, logged as a `protocol` delegation's failure)."""
     opts, handle = run_scope(parent, config, runtime)
+    if parent.guarded:  # the `delegation` boundary, before anything is sent (SPEC §30)
+        task, stopped = await guard_delegation_in_node(parent, key, agent_id, task, handle, config, Emitter(runtime, handle))
+        if stopped is not None:
+            return stopped
     call = task["call"]
     tool_call_id = call["id"] or ""
     prompt = task["prompt"]
@@ -167,7 +172,7 @@ async def delegate_remotely(
         "sub_agent_thread_id": thread_id,
         "remote": delegation.remote,
     }
-    return await finish_delegation(config, opts, handle, record, call, key, artifact, emit, namespace, guarded=parent.guarded)
+    return await finish_delegation(config, opts, handle, record, call, key, artifact, emit, namespace, guarded=parent.guarded, parent=parent)
 
 
 def remote_delegation_node(

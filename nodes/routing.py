@@ -81,6 +81,7 @@ class DelegationTask(TypedDict, total=False):
     max_steps: int | None
     budget: dict[str, Any] | None  # `modified_budget` from on_delegation_start (JSON: the Send is checkpointed)
     output_schema: dict[str, Any]  # `modified_output_schema` from on_delegation_start, as a JSON schema
+    guard_checked: bool  # its `delegation` guards have decided (nodes/guard_boundaries.py)
     # set by the start hook node: the subagent's request-context copy (plain JSON) and
     # metadata for its thread
     request_context: dict[str, Any]
@@ -114,8 +115,9 @@ def dispatch(
     sends: list[Send] = []
     errors: list[ToolMessage] = []
     tool_calls: list[ToolCall] = []
-    # through `<key>.start` when the run has that hook or the agent guards its delegations (SPEC §30)
-    via_start = opts.delegation.on_delegation_start is not None or "delegation" in spec.guarded
+    # through `<key>.start` when the run has that hook (an agent's `delegation` guards run
+    # in the subagent node otherwise, and send only a pause to `<key>.start`: SPEC §30)
+    via_start = opts.delegation.on_delegation_start is not None
     for call in ai.tool_calls:
         if call["id"] in answered:
             continue

@@ -43,6 +43,7 @@ from supervisor_graph.nodes.delegation_view import apply_message_filter, model_v
 from supervisor_graph.nodes.direct import RESUME_NS_KEY, can_run_directly, run_directly
 from supervisor_graph.nodes.errors import log_failure, original_error
 from supervisor_graph.nodes.events import Emitter
+from supervisor_graph.nodes.guard_boundaries import guard_delegation_in_node
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.otel import traceparent_headers
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE
@@ -99,6 +100,10 @@ def make_subagent_node(
 
     async def run_subagent(task: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         opts, handle = run_scope(parent, config, runtime)
+        if parent.guarded:  # the `delegation` boundary, before anything starts (SPEC §30)
+            task, stopped = await guard_delegation_in_node(parent, key, agent_id, task, handle, config, Emitter(runtime, handle))
+            if stopped is not None:
+                return stopped
         call = task["call"]
         tool_call_id = call["id"] or ""
         prompt = task["prompt"]
@@ -255,7 +260,7 @@ def make_subagent_node(
             artifact["cancelled"] = True
         preview = parent.preview_tokens.get(key)
         return await finish_delegation(
-            config, opts, handle, record, call, key, artifact, emit, task_ns, preview, guarded=parent.guarded, task=task
+            config, opts, handle, record, call, key, artifact, emit, task_ns, preview, guarded=parent.guarded, task=task, parent=parent
         )
 
     run_subagent.__name__ = key

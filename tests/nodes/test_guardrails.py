@@ -468,3 +468,47 @@ async def test_a_leaf_subagents_tool_result_escalation_waits_and_the_tool_runs_o
         assert SECRET in seen(sub_model) and done.delegations[0].text == "used it"
     else:
         assert len(sub_model.calls) == 1 and SECRET not in seen(top.model)  # type: ignore[arg-type]
+
+
+# -- the delegation edges: checked in the nodes on either side, a pause in the hook node ---------
+
+
+@pytest.mark.parametrize("boundary", ["delegation", "result"])
+@pytest.mark.parametrize("approve", [True, False])
+@pytest.mark.parametrize("hooked", [False, True])
+async def test_an_edge_escalation_waits_in_the_hook_node(boundary: str, approve: bool, hooked: bool) -> None:
+    memory = Memory(storage=":memory:")
+    sub_model = ScriptedChatModel(policy=lambda m: "the worker's answer")
+    sub = Agent(id="worker-agent", description="Works.", model=sub_model, guardrails=[])
+    hooks: dict[str, Any] = {}
+    if hooked:  # the hook node runs anyway: the guard decides there, after the start hook / before the complete hook
+        hooks = {"on_delegation_start": lambda ctx: None, "on_delegation_complete": lambda ctx: None}
+    top = Agent(
+        id="boss", model=ScriptedChatModel(responses=[delegate("worker", "go"), "top done"]), agents={"worker": sub},
+        guardrails=[guardrail(lambda ctx: escalate("a person checks"), at=boundary, name="edge-review")],
+        memory=memory, default_options={"delegation": hooks},
+    )  # fmt: skip
+    paused = await top.generate("go", memory={"thread": f"edge-{boundary}-{approve}-{hooked}"})
+    [item] = paused.suspended
+    assert (item.kind, item.tool_name) == ("guard", "edge-review")
+    calls_before = len(sub_model.calls)
+    assert calls_before == (0 if boundary == "delegation" else 1)
+    answer = top.approve_tool_call if approve else top.decline_tool_call
+    done = await answer(interrupt_id=item.interrupt_id, memory={"thread": f"edge-{boundary}-{approve}-{hooked}"})
+    assert done.text == "top done"
+    assert len(sub_model.calls) == (1 if approve or boundary == "result" else 0)  # never run twice
+    shown = seen(top.model)  # type: ignore[arg-type]
+    assert ("the worker's answer" in shown) is approve
+
+
+async def test_guarded_edges_without_hooks_take_no_super_step_of_their_own() -> None:
+    from supervisor_graph.guardrails import Guardrail
+
+    steps: dict[bool, int] = {}
+    for guarded in (False, True):
+        guards = [Guardrail(check=lambda ctx: allow(), at=["delegation", "result"], name="g")] if guarded else []
+        top = boss([delegate("worker", "go"), "done"], {"worker": worker("ok")}, guards=guards)
+        graph = top.compile()
+        seen_steps = [c async for c in graph.astream({"messages": [HumanMessage("go")]}, stream_mode="debug") if c["type"] == "task"]
+        steps[guarded] = len(seen_steps)
+    assert steps[True] == steps[False]
