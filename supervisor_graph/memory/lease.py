@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from supervisor_graph.checkpointers.leases import Lease, Leases, new_owner
@@ -24,7 +25,7 @@ log = logging.getLogger("supervisor_graph")
 class ThreadLease:
     """One run's lease on one thread."""
 
-    __slots__ = ("leases", "thread_id", "owner", "acquired", "_heartbeat", "stop", "stopped")
+    __slots__ = ("leases", "thread_id", "owner", "acquired", "_heartbeat", "_first_beat", "stop", "stopped", "waker")
 
     def __init__(self, leases: Leases, thread_id: str, *, stoppable: bool = False) -> None:
         self.leases = leases
@@ -32,9 +33,14 @@ class ThreadLease:
         self.owner = new_owner()
         self.acquired: Lease | None = None
         self._heartbeat: asyncio.Task[None] | None = None
+        # a timer until the first renewal: most runs end before it, and a timer costs a
+        # run far less than a task started and cancelled
+        self._first_beat: asyncio.TimerHandle | None = None
         # what a waiting caller asked of this run ("interrupt" / "rollback"), once it has
         self.stop: str | None = None
         self.stopped: asyncio.Event | None = asyncio.Event() if stoppable else None
+        # called at once when a stop is asked (`Run.until_aborted` cancels the run with it)
+        self.waker: Callable[[], None] | None = None
 
     async def acquire(self) -> Lease:
         """Take the thread, or raise `ThreadBusyError` naming it."""
@@ -70,7 +76,7 @@ class ThreadLease:
 
     def _hold(self, got: Lease) -> None:
         self.acquired = got
-        self._heartbeat = asyncio.create_task(self._renew())
+        self._first_beat = asyncio.get_running_loop().call_later(self.leases.ttl / 3, self._beat)
         if self.stopped is not None:
             self.leases.watch(self.thread_id, self.owner, self._on_stop)
 
@@ -79,16 +85,22 @@ class ThreadLease:
             self.stop = kind
         assert self.stopped is not None
         self.stopped.set()
+        if self.waker is not None:
+            self.waker()
+
+    def _beat(self) -> None:
+        self._first_beat = None
+        self._heartbeat = asyncio.ensure_future(self._renew())
 
     async def _renew(self) -> None:
         while True:
-            await asyncio.sleep(self.leases.ttl / 3)
             try:
                 if not await self.leases.renew(self.thread_id, self.owner):
                     log.warning("the lease on thread %r was taken over while this run held it", self.thread_id)
                     return
             except Exception as exc:  # noqa: BLE001 - a missed renewal is retried next period
                 log.warning("renewing the lease on thread %r failed: %s", self.thread_id, type(exc).__name__)
+            await asyncio.sleep(self.leases.ttl / 3)
 
     async def release(self, *, ran: bool = True, waiting: bool | None = None) -> None:
         """Give the thread back. `ran=False`: this holder only read the thread, so a repair
@@ -100,6 +112,9 @@ class ThreadLease:
         self.acquired = None
         if self.stopped is not None:
             self.leases.unwatch(self.thread_id, self.owner)
+        if self._first_beat is not None:
+            self._first_beat.cancel()
+            self._first_beat = None
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):

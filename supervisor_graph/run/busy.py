@@ -21,8 +21,10 @@ and a holder's process looks for stop requests on a timer, not per step.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Coroutine
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
@@ -30,7 +32,9 @@ from langgraph.graph import END
 from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.memory.lease import ThreadLease
 
-__all__ = ["ON_BUSY", "OnBusy", "check_on_busy", "discard_last_run", "stop_reason", "take_thread"]
+__all__ = ["ON_BUSY", "OnBusy", "check_on_busy", "discard_last_run", "stop_reason", "take_thread", "until_stopped"]
+
+T = TypeVar("T")
 
 OnBusy = Literal["reject", "enqueue", "interrupt", "rollback"]
 ON_BUSY: tuple[str, ...] = get_args(OnBusy)
@@ -89,3 +93,32 @@ async def discard_last_run(graph: Any, saver: Any, config: RunnableConfig, since
     }
     await graph.aupdate_state(fork, None, as_node=END)
     return True
+
+
+async def until_stopped(coro: Coroutine[Any, Any, T], lease: ThreadLease) -> tuple[T | None, bool]:
+    """`Run.until_aborted` when only a new message may stop the run: run `coro` in this
+    task and cancel it when the lease hears a stop, instead of a task and a waiter per
+    run (what most runs, stopped by nobody, would pay for nothing)."""
+    assert lease.stopped is not None
+    if lease.stopped.is_set():
+        coro.close()
+        return None, True
+    current = asyncio.current_task()
+    assert current is not None
+    stopping = False
+
+    def wake() -> None:
+        nonlocal stopping
+        stopping = True
+        current.cancel()
+
+    lease.waker = wake
+    try:
+        return await coro, False
+    except asyncio.CancelledError:
+        if not stopping:
+            raise
+        current.uncancel()
+        return None, True
+    finally:
+        lease.waker = None

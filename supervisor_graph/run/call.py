@@ -34,9 +34,9 @@ from supervisor_graph.nodes.delegation import (
     THREAD_ID_KEY,
     check_json,
 )
-from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions, merge_options
+from supervisor_graph.nodes.options import MemoryOptions, RunContext, RunHandle, RunOptions, merge_options
 from supervisor_graph.nodes.versions import VERSIONS_KEY
-from supervisor_graph.run.busy import discard_last_run, stop_reason, take_thread
+from supervisor_graph.run.busy import discard_last_run, stop_reason, take_thread, until_stopped
 from supervisor_graph.run.chunks import Usage
 from supervisor_graph.run.ephemeral import ephemeral_saver, ephemeral_store
 from supervisor_graph.run.paused import PausedRun, paused_runs
@@ -137,7 +137,7 @@ class Run:
         options = dict(options)
         traced = CallConfig.of(options.pop("config", None))
         try:
-            opts = RunOptions.model_validate(merge_options(agent.default_options, options))
+            opts = _options(agent, options)
         except ValidationError as exc:
             raise ValueError(f"invalid run options: {exc}") from None
         # the subagents an `agents` callable chooses for this call (SPEC §21)
@@ -290,9 +290,12 @@ class Run:
     async def until_aborted(self, coro: Coroutine[Any, Any, T]) -> tuple[T | None, bool]:
         """Run `coro`; cancel it (and any model call in flight) when the abort signal
         fires, or a new message on the thread asks the run to stop (SPEC §29)."""
-        signals = [s for s in (self.options.abort_signal, self.lease.stopped if self.lease else None) if s is not None]
+        lease = self.lease
+        signals = [s for s in (self.options.abort_signal, lease.stopped if lease else None) if s is not None]
         if not signals:
             return await coro, False
+        if self.options.abort_signal is None and lease is not None:
+            return await until_stopped(coro, lease)
         if any(signal.is_set() for signal in signals):
             coro.close()
             return None, True
@@ -373,6 +376,18 @@ def host_background(agent: Agent, opened: Any, thread_id: str, resource_id: str 
     """The host of a thread's background tasks; when a task ends, the supervisor answers
     its outcome in a run of its own (`answer_outcomes`)."""
     return RunBackground(agent, opened, thread_id, resource_id, answer=answer_outcomes)
+
+
+def _options(agent: Agent, options: dict[str, Any]) -> RunOptions:
+    """The call's validated options. Most calls give a thread only: `default_options`,
+    validated once, with that thread (a request context in the defaults is each run's
+    own copy, so those calls take the whole validation)."""
+    defaults = agent.defaults
+    if options.keys() <= {"memory"} and "memory" not in agent.default_options and defaults.request_context is None:
+        value = options.get("memory")
+        memory = MemoryOptions.model_validate({"thread": value} if isinstance(value, str) else value) if value is not None else None
+        return defaults.model_copy(update={"memory": memory})
+    return RunOptions.model_validate(merge_options(agent.default_options, options))
 
 
 async def answer_outcomes(agent: Agent, memory: dict[str, Any], options: dict[str, Any] | None = None) -> GenerateResult | None:
