@@ -151,11 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    previous = None
     if args.command != "serve" and hasattr(signal, "SIGPIPE"):
         # `supervisor-graph run ... | head`: end quietly when the reader goes away, as
         # Unix tools do, instead of a BrokenPipeError traceback (a server keeps Python's
-        # default: a closed log pipe must not kill it)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        # default: a closed log pipe must not kill it). Given back afterwards: a process
+        # that calls main() in-process (a test suite, an app) would otherwise die at its
+        # next write to a closed socket.
+        previous = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         return int(args.func(args))
     except CLIError as exc:
@@ -166,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGPIPE, previous)
 
 
 if __name__ == "__main__":

@@ -455,3 +455,11 @@ def test_approve_all_cannot_answer_a_suspended_tool(workdir: Path) -> None:
 def test_approve_and_decline_all_exclude_each_other(workdir: Path) -> None:
     proc = cli("run", EXAMPLE, "hi", "--approve-all", "--decline-all", cwd=workdir)
     assert proc.returncode == 2 and "not allowed with argument" in proc.stderr
+
+
+def test_main_in_process_gives_back_the_callers_sigpipe_handler() -> None:
+    import signal
+
+    before = signal.getsignal(signal.SIGPIPE)
+    assert main(["draw", EXAMPLE]) == 0
+    assert signal.getsignal(signal.SIGPIPE) == before  # a test suite calling main() must not die on a closed socket later
