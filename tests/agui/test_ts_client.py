@@ -10,7 +10,6 @@ is skipped locally and fails in CI (`CI` set), saying what is missing.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -18,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.npm import npm_install, unavailable
+
 CLIENT = "@ag-ui/client@1"
 HERE = Path(__file__).parent
 
 
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"the @ag-ui/client test cannot run in CI: {reason}")
-    pytest.skip(reason)
+    unavailable("the @ag-ui/client test", reason)
 
 
 @pytest.fixture(scope="session")
@@ -37,20 +36,8 @@ def client_dir() -> Path:
     installed = folder / "node_modules" / "@ag-ui" / "client" / "package.json"
     if installed.is_file() and json.loads(installed.read_text()).get("version", "").startswith("1."):
         return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "package.json").write_text('{"name": "ag-ui-client-check", "private": true, "type": "module"}\n')
-    try:
-        proc = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", CLIENT],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
-    except subprocess.TimeoutExpired:
-        _unavailable(f"npm install {CLIENT} timed out (is the npm registry reachable?)")
-    if proc.returncode != 0 or not installed.is_file():
-        _unavailable(f"npm install {CLIENT} failed (is the npm registry reachable?):\n{proc.stderr[-2000:]}")
+    manifest = '{"name": "ag-ui-client-check", "private": true, "type": "module"}\n'
+    npm_install(npm, folder, CLIENT, manifest, installed, "the @ag-ui/client test")
     return folder
 
 

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.npm import npm_install, unavailable
+
 pytest.importorskip("mcp")
 
 from bench.aegra import free_port, running  # noqa: E402
@@ -90,9 +92,7 @@ EXPECTED_WARNINGS = {
 
 
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"the MCP conformance suite cannot run in CI: {reason}")
-    pytest.skip(reason)
+    unavailable("the MCP conformance suite", reason)
 
 
 @pytest.fixture(scope="module")
@@ -108,20 +108,8 @@ def suite() -> list[str]:
     package = CACHE / "node_modules" / "@modelcontextprotocol" / "conformance"
     installed = package / "package.json"
     if not (installed.is_file() and json.loads(installed.read_text()).get("version") == VERSION):
-        CACHE.mkdir(parents=True, exist_ok=True)
-        (CACHE / "package.json").write_text('{"name": "mcp-conformance-check", "private": true}\n')
-        try:
-            proc = subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", SUITE],
-                cwd=CACHE,
-                capture_output=True,
-                text=True,
-                timeout=240,
-            )
-        except subprocess.TimeoutExpired:
-            _unavailable(f"npm install {SUITE} timed out (is the npm registry reachable?)")
-        if proc.returncode != 0 or not installed.is_file():
-            _unavailable(f"npm install {SUITE} failed (is the npm registry reachable?):\n{proc.stderr[-2000:]}")
+        manifest = '{"name": "mcp-conformance-check", "private": true}\n'
+        npm_install(npm, CACHE, SUITE, manifest, installed, "the MCP conformance suite")
     return [node, str(package / "dist" / "index.js")]
 
 
