@@ -19,21 +19,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.contenders import FINAL_ANSWER, WORKER_ANSWER, Contender, Ours, OursGraph, Script, build, delegation_policy
+from bench import ab_commits
+from bench.contenders import Contender, Ours, OursGraph, Script, build, delegation_policy
 from bench.savers import Storage
 from bench.scenarios import run_measured
 
-__all__ = ["main", "measure_none", "measure_pii"]
+__all__ = ["main", "measure_pii"]
 
 REPO = Path(__file__).resolve().parents[1]
 # ~2 KB of plain prose: what a worker's answer or a tool's page might hold, without PII
@@ -43,7 +40,7 @@ _PROSE = (
     "reader earlier. Two teams asked for more time to adopt it; the others reported no trouble. "
 )
 LONG = Script(worker_tool=True, record_calls=False, worker_answer=_PROSE * 7, final_answer=_PROSE * 4)
-SHORT = Script(worker_tool=True, record_calls=False, worker_answer=WORKER_ANSWER, final_answer=FINAL_ANSWER)
+SHORT = ab_commits.SHORT
 
 
 class _Counting:
@@ -118,57 +115,6 @@ def _before_wiring() -> str:
     return added[-1] + "^"
 
 
-def _tree(commit: str, into: Path) -> Path:
-    """`commit`'s supervisor_graph (nodes/ and checkpointers/ with it) in `into`, beside this checkout's bench/."""
-    into.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", commit, "supervisor_graph", "nodes", "checkpointers"], cwd=REPO, capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into
-
-
-async def _round(runs: int, workdir: Path) -> dict[str, float]:
-    """One arm's round (in its own process): median CPU ms per run of each cell."""
-    out: dict[str, float] = {}
-    for kind in ("memory", "sqlite"):
-        for n in (1, 5):
-            for name in ("ours", "ours_graph"):
-                path = workdir / f"none-{name}-{kind}-{n}.db" if kind == "sqlite" else None
-                contender = await build(name, n, Storage(kind, path), SHORT)
-                try:
-                    for i in range(10):
-                        await run_measured(contender, "warm up", f"warm-{i}")
-                    cpu = [(await run_measured(contender, "measured", f"m-{i}"))[1] * 1000 for i in range(runs)]
-                finally:
-                    await contender.aclose()
-                out[f"{name}|{kind}|{n}"] = statistics.median(cpu)
-    return out
-
-
-def measure_none(
-    runs: int, rounds: int, before: str, workdir: Path, after: Path = REPO
-) -> dict[tuple[str, str, int], dict[str, float]]:
-    """The no-guard scenario, `rounds` rounds per arm, A (`before`) and B (`after`, this checkout) alternating."""
-    bench_only = workdir / "bench-code"
-    shutil.copytree(REPO / "bench", bench_only / "bench", ignore=shutil.ignore_patterns("__pycache__", "mastra"))
-    roots = {"A": _tree(before, workdir / "before"), "B": after}
-    results: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
-    for r in range(rounds):
-        for arm in "AB" if r % 2 == 0 else "BA":
-            scratch = workdir / f"round-{r}-{arm}"
-            scratch.mkdir()
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(bench_only), str(roots[arm])])}
-            code = f"import asyncio, json, pathlib; from bench.ab_guardrails import _round; print(json.dumps(asyncio.run(_round({runs}, pathlib.Path({str(scratch)!r})))))"
-            proc = subprocess.run([sys.executable, "-c", code], cwd=scratch, env=env, capture_output=True, text=True, check=False)
-            if proc.returncode:
-                raise RuntimeError(f"arm {arm} round {r} failed:\n{proc.stderr[-3000:]}")
-            results[arm].append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    out: dict[tuple[str, str, int], dict[str, float]] = {}
-    for cell in results["A"][0]:
-        name, kind, n = cell.split("|")
-        out[(name, kind, int(n))] = {arm: statistics.median(r[cell] for r in results[arm]) for arm in "AB"}
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ab_guardrails")
     parser.add_argument("--runs", type=int, default=100)
@@ -179,12 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         if args.part in ("both", "none"):
             before = args.before or _before_wiring()
-            none = measure_none(args.runs, args.rounds, before, Path(tmp) / "none")
+            (Path(tmp) / "none").mkdir()
+            none = ab_commits.measure(args.runs, args.rounds, before, Path(tmp) / "none")
             print(f"(a) no guard declared: A = {before}, B = this checkout; median of {args.rounds} rounds per arm\n")
-            print("| contender | storage | N | A: before the wiring (ms) | B: as shipped (ms) | B/A |")
-            print("|---|---|---|---|---|---|")
-            for (name, kind, n), arms in none.items():
-                print(f"| {name} | {kind} | {n} | {arms['A']:.2f} | {arms['B']:.2f} | {arms['B'] / arms['A']:.3f} |")
+            ab_commits.print_table(none, "before the wiring", "as shipped")
             print()
         if args.part in ("both", "pii"):
             (Path(tmp) / "pii").mkdir()

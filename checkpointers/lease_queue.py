@@ -74,7 +74,6 @@ class SqlQueue:
     _lock: asyncio.Lock
     _watchers: dict[str, Callable[[str], None]]
     _poller: asyncio.Task[None] | None
-    _querying: bool
 
     def _sql(self, template: str) -> str:
         raise NotImplementedError
@@ -86,6 +85,9 @@ class SqlQueue:
         raise NotImplementedError
 
     async def _count(self, template: str, params: tuple[Any, ...]) -> int:
+        raise NotImplementedError
+
+    async def _all(self, template: str, params: tuple[Any, ...]) -> list[Any]:
         raise NotImplementedError
 
     async def _acquire(self, thread_id: str, owner: str) -> Any:
@@ -104,8 +106,7 @@ class SqlQueue:
         """The first live waiter (place, owner); waiters whose process died on this host
         leave the queue here."""
         _, now = self._times()
-        cursor = await self._conn.execute(self._sql(_QUEUE), (thread_id, *now))
-        for place, owner in await cursor.fetchall():
+        for place, owner in await self._all(_QUEUE, (thread_id, *now)):
             if not self._dead(owner):
                 return int(place), str(owner)
             await self._count(_DROP_WAITER, (place,))
@@ -150,10 +151,9 @@ class SqlQueue:
             self._poller = asyncio.get_running_loop().create_task(self._poll_stops())
 
     def unwatch(self, thread_id: str, owner: str) -> None:
+        # the poller is left to end at its next wake-up with nobody to watch: runs one
+        # after another would otherwise start and cancel a task each
         self._watchers.pop(owner, None)
-        if not self._watchers and self._poller is not None and not self._querying:
-            self._poller.cancel()  # asleep: nothing of the connection's is interrupted
-            self._poller = None
 
     async def _poll_stops(self) -> None:
         """One query per `STOP_POLL` for every run this process holds a lease for."""
@@ -162,15 +162,11 @@ class SqlQueue:
             if not self._watchers:
                 return
             _, now = self._times()
-            self._querying = True
             try:
                 async with self._lock:
-                    cursor = await self._conn.execute(self._sql(_STOPS), now)
-                    rows = await cursor.fetchall()
+                    rows = await self._all(_STOPS, now)
             except Exception:  # noqa: BLE001 - looked for again at the next poll
                 continue
-            finally:
-                self._querying = False
             for stops, stop in rows:
                 on_stop = self._watchers.get(stops)
                 if on_stop is not None:
@@ -178,3 +174,9 @@ class SqlQueue:
 
     async def wait_change(self, thread_id: str) -> None:
         await asyncio.sleep(WAIT_POLL)
+
+    def stop_polling(self) -> None:
+        """Cancel the poller (the connection is closing)."""
+        if self._poller is not None:
+            self._poller.cancel()
+            self._poller = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+import weakref
 from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -427,8 +428,19 @@ async def _select_versions(agent: Agent, opts: RunOptions, options: dict[str, An
     return opts
 
 
+# every model string of an agent tree, found once per compiled graph (an agent's graph is
+# compiled again when its tree changes)
+_TREE_STRINGS: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+
 def _model_strings(agent: Agent, opts: RunOptions) -> Iterator[str]:
-    yield from model_strings(agent)
+    graph = agent._graph  # not compiled yet: the strings are checked before it is
+    strings = _TREE_STRINGS.get(graph) if graph is not None else None
+    if strings is None:
+        strings = tuple(model_strings(agent))
+        if graph is not None:
+            _TREE_STRINGS[graph] = strings
+    yield from strings
     if opts.is_task_complete is not None:
         for scorer in opts.is_task_complete.scorers:
             if isinstance(getattr(scorer, "model_string", None), str):

@@ -50,3 +50,37 @@ async def test_a_dead_local_holder_is_taken_over_at_once(shared_storage: str) ->
         leases = (await open_storage(shared_storage, stack, lease_ttl=3600)).leases
         assert await leases.acquire("t", dead) == Lease()
         assert await leases.acquire("t", new_owner()) == Lease(repair=True)
+
+
+async def test_a_sqlite_lease_waits_for_a_locked_file_without_blocking_the_loop(tmp_path) -> None:
+    """The sqlite leases run on the loop's thread: a file another connection is writing is
+    tried again after a sleep, never waited on inside sqlite (the loop keeps turning)."""
+    import sqlite3
+    import time
+
+    path = tmp_path / "leases.db"
+    async with AsyncExitStack() as stack:
+        leases = (await open_storage(f"sqlite:///{path}", stack)).leases
+        writer = sqlite3.connect(path, isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")  # the file's write lock, held by another connection
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.ensure_future(tick())
+        asyncio.get_running_loop().call_later(0.3, writer.execute, "COMMIT")
+        began = time.monotonic()
+        owner = new_owner()
+        assert await leases.acquire("t", owner) == Lease()
+        waited = time.monotonic() - began
+        ticker.cancel()
+        writer.close()
+        assert waited >= 0.25, waited  # it did wait for the lock...
+        assert ticks >= 10, ticks  # ...while the loop ran other work
+        assert await leases.acquire("t", new_owner()) is None
+        await leases.release("t", owner)
+        assert await leases.acquire("t", new_owner()) == Lease()
