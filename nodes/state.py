@@ -60,9 +60,9 @@ _ID = attrgetter("id")
 _IDS: PrefixCache[set[Any]] = PrefixCache()
 
 
-def _ids_of(messages: list[AnyMessage]) -> set[Any]:
-    """The ids in `messages`, a set the caller may extend (it owns it from now on)."""
-    hit = _IDS.get(messages)
+def _ids_of(messages: list[AnyMessage], hit: tuple[int, set[Any]] | None) -> set[Any]:
+    """The ids in `messages` (`hit`: what `_IDS` holds for them), a set the caller may
+    extend (it owns it from now on)."""
     if hit is None:
         return set(map(_ID, messages))
     n, known = hit
@@ -103,15 +103,18 @@ def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> l
             flat.append(batch)
     if any(isinstance(m, dict) for m in flat):
         flat = [_from_dump(m) for m in flat]
-    if current and any(isinstance(m, dict) for m in current):
+    # a list this reducer merged holds no dicts: only what was added since is looked at
+    hit = _IDS.get(current)
+    if any(isinstance(m, dict) for m in (current[hit[0] :] if hit is not None else current)):
         current = [_from_dump(m) for m in current]
+        hit = None
     if all(type(m) is not RemoveMessage and isinstance(m, BaseMessage) for m in flat):
         for message in flat:
             if message.id is None:
                 message.id = str(uuid.uuid4())
         ids = {m.id for m in flat}
         if len(ids) == len(flat):
-            known = _ids_of(current)
+            known = _ids_of(current, hit)
             if known.isdisjoint(ids):
                 merged = [*current, *flat]
                 known.update(ids)

@@ -46,3 +46,14 @@ def test_messages_stored_as_field_dicts_keep_their_fields() -> None:
     merged = _add_message_batches([HumanMessage("x", id="h1").model_dump()], [[ai.model_dump()]])
     assert [type(m).__name__ for m in merged] == ["HumanMessage", "AIMessage"]
     assert merged[1].usage_metadata == ai.usage_metadata and merged[1].additional_kwargs == {}
+
+
+def test_a_field_dict_after_a_merged_prefix_is_still_turned_back_into_a_message() -> None:
+    """The dict check reads only what was added since the reducer's last merge of the
+    conversation: a dict there is still found."""
+    merged = _add_message_batches([], [[HumanMessage("x", id="p1"), AIMessage("y", id="p2")]])
+    merged = _add_message_batches(merged, [[HumanMessage("z", id="p3")]])  # the merge the cache knows
+    grown = [*merged, AIMessage("w", id="p4", usage_metadata={"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}).model_dump()]
+    out = _add_message_batches(grown, [[HumanMessage("v", id="p5")]])
+    assert [type(m).__name__ for m in out] == ["HumanMessage", "AIMessage", "HumanMessage", "AIMessage", "HumanMessage"]
+    assert out[3].usage_metadata == {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
