@@ -348,10 +348,6 @@ class SqliteLeases(_SqlLeases):
     an asyncio sleep (`_BUSY_WAIT` in all, as the other connections wait), and it never
     checkpoints the WAL (whose fsync the checkpoint connection's own thread does)."""
 
-    def __init__(self, conn: sqlite3.Connection, ttl: float = DEFAULT_LEASE_TTL) -> None:
-        super().__init__(conn, ttl)
-        self._raw = conn
-
     @classmethod
     async def open(cls, path: str, stack: AsyncExitStack, ttl: float = DEFAULT_LEASE_TTL) -> SqliteLeases:
         target = str(Path(path).expanduser()) if path != ":memory:" else path
@@ -385,16 +381,16 @@ class SqliteLeases(_SqlLeases):
     # fetchall: a statement run to its end commits (RETURNING rows are read, not left open)
     async def _one(self, template: str, params: tuple[Any, ...]) -> Any:
         sql = self._sql(template)
-        rows = await self._retry(lambda: self._raw.execute(sql, params).fetchall())
+        rows = await self._retry(lambda: self._conn.execute(sql, params).fetchall())
         return rows[0] if rows else None
 
     async def _count(self, template: str, params: tuple[Any, ...]) -> int:
         sql = self._sql(template)
-        return await self._retry(lambda: int(self._raw.execute(sql, params).rowcount or 0))
+        return await self._retry(lambda: int(self._conn.execute(sql, params).rowcount or 0))
 
     async def _all(self, template: str, params: tuple[Any, ...]) -> list[Any]:
         sql = self._sql(template)
-        return await self._retry(lambda: self._raw.execute(sql, params).fetchall())
+        return await self._retry(lambda: self._conn.execute(sql, params).fetchall())
 
 
 # how long a lease statement waits for a sqlite file another connection is writing

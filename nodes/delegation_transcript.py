@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from supervisor_graph.nodes.delegation_result import DelegationRecord
 from supervisor_graph.nodes.routing import last_turn, unanswered
-from supervisor_graph.nodes.state import run_start, usage_by_agent_of_run, usage_of_run
+from supervisor_graph.nodes.state import run_start, usage_by_agent_of_run, usage_total
 from supervisor_graph.nodes.structured_output import OutputSchema, StructuredOutputError
 from supervisor_graph.nodes.text import text_of
 
@@ -30,8 +30,8 @@ def record_transcript(record: DelegationRecord, latest: dict[str, Any]) -> None:
     messages = latest.get("messages") or []
     start = run_start(messages)
     record.messages = list(messages[start:])
-    record.usage = usage_of_run(messages, start)
     record.usage_by_agent = usage_by_agent_of_run(record.messages, 0, record.agent_id)
+    record.usage = usage_total(record.usage_by_agent)
     record.sub_agent_tool_results = _tool_results(record.messages)
 
 

@@ -15,7 +15,7 @@ from supervisor_graph.nodes.delegation import (
 )
 from supervisor_graph.nodes.guards import Tripwire
 from supervisor_graph.nodes.routing import last_turn, unanswered
-from supervisor_graph.nodes.state import add_usage, run_start, usage_by_agent_of_run, zero_usage
+from supervisor_graph.nodes.state import add_usage, run_start, usage_by_agent_of_run, usage_total, zero_usage
 from supervisor_graph.nodes.structured_output import OutputSchema, StructuredOutputError
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.run.chunks import Usage
@@ -190,10 +190,7 @@ def build_result(run: Run, values: dict[str, Any] | None, aborted: bool) -> Gene
     if handle is not None and handle.guard_usage:  # guards' model calls are in no message (SPEC §30)
         for path, counts in handle.guard_usage.items():
             add_usage(by_agent.setdefault(path, zero_usage()), counts)
-    # the breakdown reads the very figures the run's total adds up: one pass, summed
-    usage = zero_usage()
-    for counts in by_agent.values():
-        add_usage(usage, counts)
+    usage = usage_total(by_agent)
     return GenerateResult(
         # a hard stop (SPEC §7) ends on a turn whose tool calls never ran: its text is the answer
         text=text,
