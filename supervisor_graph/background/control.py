@@ -101,7 +101,7 @@ class TaskControl:
     async def records(self) -> list[dict[str, Any]]:
         raise NotImplementedError
 
-    def answer_outcomes(self) -> None:
+    def answer_outcomes(self, task_id: str | None = None) -> None:
         raise NotImplementedError
 
     async def task_records(self) -> list[dict[str, Any]]:

@@ -164,7 +164,7 @@ class RunBackground(TaskControl):
             runner.forget(launch.task_id)
             await lease.release()
             runner.notify(self.thread_id)
-            self.answer_outcomes()
+            self.answer_outcomes(launch.task_id)
 
     async def _apply_requests(self, launch: BackgroundLaunch, record: dict[str, Any]) -> BackgroundLaunch | None:
         """Act on the requests stored for the task: None when one cancelled it (its record
@@ -181,11 +181,15 @@ class RunBackground(TaskControl):
                 record["prompt"] = launch.prompt
         return launch
 
-    def answer_outcomes(self) -> None:
+    def answer_outcomes(self, task_id: str | None = None) -> None:
         """Have the supervisor answer the thread's untold outcomes without waiting for a
         user message (SPEC §12): at once when the thread is idle, right after the run that
-        holds it otherwise. An until-idle stream on the thread answers them itself."""
+        holds it otherwise. An until-idle stream on the thread answers them itself.
+        `task_id`: the task whose end asks it (nothing to do when a stream answered it)."""
         thread = self.thread_id
+        if task_id is not None and task_id in runner.answered:
+            runner.answered.discard(task_id)
+            return
         if runner.watched.get(thread):
             runner.deferred.add(thread)  # the stream answers it, or hands it back when it stops
             return

@@ -24,6 +24,10 @@ class Runner:
         self.answering: set[str] = set()
         # watched threads with an outcome left to their until-idle stream since it last looked
         self.deferred: set[str] = set()
+        # tasks whose outcome an until-idle stream reported and answered while the task's
+        # coroutine was still finishing (giving back its lease): its own call to have the
+        # outcome answered is then spent, and must not take the thread after the stream
+        self.answered: set[str] = set()
         # task id -> set when a control request was stored for the task (it reads it at once
         # instead of at its next poll of the store)
         self._wakeups: dict[str, asyncio.Event] = {}

@@ -49,6 +49,7 @@ class IdleStream(AgentStream):
         agent = run.agent
         results: list[GenerateResult] = []
         launched: set[str] = set()
+        reported: set[str] = set()  # tasks whose outcome this stream reported
         thread = run.thread_id or ""
         runner.watched[thread] = runner.watched.get(thread, 0) + 1  # this stream answers the outcomes
         settled = False  # every task of the run ended and was answered here
@@ -78,6 +79,8 @@ class IdleStream(AgentStream):
                     settled = not launched
                     break
                 self._report(ended, launched)
+                reported.update(r["task_id"] for r in ended)
+                runner.answered.update(t for t in reported if runner.live(t))
                 runner.deferred.discard(thread)  # the notices read next answer them
                 nxt = await Run.start(agent, None, self._options, notices_only=True, host=self._host)
                 if not nxt.input["messages"]:
@@ -100,6 +103,8 @@ class IdleStream(AgentStream):
             if not isinstance(exc, Exception):
                 raise
         finally:
+            # a task that already finished its coroutine will not come to spend its mark
+            runner.answered.difference_update(t for t in reported if not runner.live(t))
             runner.watched[thread] -= 1
             if not runner.watched[thread]:
                 del runner.watched[thread]

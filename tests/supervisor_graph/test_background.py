@@ -74,6 +74,40 @@ async def test_the_thread_is_free_as_soon_as_generate_until_idle_returns(memory:
     assert [t.status for t in await memory.list_background_tasks("bg-free")] == ["completed", "completed"]
 
 
+async def test_a_task_slow_to_give_back_its_lease_does_not_take_the_thread_after_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream sees the task's final record while the task's coroutine still gives back
+    its own lease (a Postgres round trip in CI): the task's call to have its outcome
+    answered comes after the stream has answered it, and must not take the thread then
+    (the caller's next call would find it busy)."""
+    from supervisor_graph.background.runner import runner
+    from supervisor_graph.memory.lease import ThreadLease
+
+    release, acquire = ThreadLease.release, ThreadLease.acquire
+    taken: list[str] = []
+
+    async def slow_release(self: ThreadLease, **kw: Any) -> None:
+        if self.thread_id.startswith("bg:"):
+            await asyncio.sleep(0.3)
+        await release(self, **kw)
+
+    async def counted_acquire(self: ThreadLease) -> Any:
+        taken.append(self.thread_id)
+        return await acquire(self)
+
+    monkeypatch.setattr(ThreadLease, "release", slow_release)
+    monkeypatch.setattr(ThreadLease, "acquire", counted_acquire)
+    monkeypatch.setattr("supervisor_graph.run.idle._POLL", 0.02)  # the stream looks while the task ends
+    boss, boss_model = team(ScriptedChatModel(policy=lambda m: "deep facts"), Memory(":memory:"))
+    for prompt in ("first", "second"):
+        result = await boss.generate_until_idle(prompt, memory={"thread": "bg-slow", "resource": "u"})
+        assert result.text.startswith("reported: [Background task")
+        await asyncio.sleep(0.5)  # the task's coroutine has ended meanwhile
+    # per call: the caller's run and the run that answered the outcome; nothing after
+    assert [t for t in taken if t == "bg-slow"] == ["bg-slow"] * 4
+    assert len(boss_model.calls) == 6  # per call: delegate, "started", the report
+    assert not runner.answered and not runner.answering
+
+
 async def test_plain_generate_returns_at_once_and_the_outcome_is_answered_without_a_new_call() -> None:
     """SPEC §12: when the task ends and the thread is idle, the supervisor answers the
     notice at once; `get_messages` shows both with no new call, and the next call does
