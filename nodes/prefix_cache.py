@@ -54,6 +54,17 @@ class PrefixCache(Generic[T]):
             return None
         return n, value
 
+    def covering(self, messages: Sequence[object]) -> tuple[list[object], T] | None:
+        """`(covered, value)` when the stored messages are `messages` followed by more:
+        a replay of the conversation from an earlier point (the history cache folding
+        writes onto an older value) that may end where the stored value does."""
+        if not messages:
+            return None
+        entry = self._entries.get(id(messages[0]))
+        if entry is None or len(entry[0]) <= len(messages) or entry[0][: len(messages)] != messages:
+            return None
+        return entry
+
     def put(self, messages: Sequence[object], n: int, value: T) -> None:
         """Remember `value` as computed for `messages[:n]` (n >= 1)."""
         if n < 1:

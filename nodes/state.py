@@ -89,6 +89,21 @@ def _from_dump(message: Any) -> Any:
     return message
 
 
+def _replayed(current: list[AnyMessage], flat: list[Any]) -> list[AnyMessage] | None:
+    """The conversation this reducer already merged, when `current` + `flat` replay it
+    exactly (the history cache folds a thread's writes onto the value it loaded last
+    turn): a copy of it, without reading every id again."""
+    entry = _IDS.covering(current)
+    if entry is None:
+        return None
+    covered, known = entry
+    if len(current) + len(flat) != len(covered) or covered[len(current) :] != flat:
+        return None
+    merged: list[AnyMessage] = list(covered)  # type: ignore[arg-type]
+    _IDS.put(merged, len(merged), known)
+    return merged
+
+
 def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> list[AnyMessage]:
     """`add_messages` over every batch of a step (or of a thread's replay) at once.
 
@@ -106,6 +121,9 @@ def _add_message_batches(current: list[AnyMessage], batches: Sequence[Any]) -> l
         flat = [_from_dump(m) for m in flat]
     # a list this reducer merged holds no dicts: only what was added since is looked at
     hit = _IDS.get(current)
+    # (a prefix of what the reducer merged holds no dicts either)
+    if hit is None and flat and (replayed := _replayed(current, flat)) is not None:
+        return replayed
     if any(isinstance(m, dict) for m in (current[hit[0] :] if hit is not None else current)):
         current = [_from_dump(m) for m in current]
         hit = None

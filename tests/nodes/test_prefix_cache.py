@@ -57,3 +57,12 @@ def test_the_reducer_spots_a_replacement_after_the_cache_has_seen_the_list() -> 
     # a branch from the earlier list still appends
     branch = _add_message_batches(base, [[HumanMessage(content="alt", id="alt")]])
     assert [m.id for m in branch] == [*(m.id for m in base), "alt"]
+
+
+def test_covering_finds_a_longer_stored_conversation_that_starts_with_the_messages() -> None:
+    cache: PrefixCache[str] = PrefixCache()
+    a, b, c = object(), object(), object()
+    cache.put([a, b, c], 3, "abc")
+    assert cache.covering([a, b]) == ([a, b, c], "abc")
+    assert cache.covering([a, b, c]) is None  # not longer: `get` answers that
+    assert cache.covering([a, c]) is None and cache.covering([]) is None

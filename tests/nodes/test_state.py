@@ -57,3 +57,25 @@ def test_a_field_dict_after_a_merged_prefix_is_still_turned_back_into_a_message(
     out = _add_message_batches(grown, [[HumanMessage("v", id="p5")]])
     assert [type(m).__name__ for m in out] == ["HumanMessage", "AIMessage", "HumanMessage", "AIMessage", "HumanMessage"]
     assert out[3].usage_metadata == {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+
+
+def test_a_replay_of_what_the_reducer_merged_gives_it_back_without_reading_every_id(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The history cache folds last turn's writes onto the value it loaded then: the
+    result is the conversation the reducer already merged, found by one list comparison."""
+    import supervisor_graph.nodes.state as state
+
+    first = [HumanMessage("a", id="r1"), AIMessage("b", id="r2")]
+    loaded = _add_message_batches([], [first])
+    writes = [[HumanMessage("c", id="r3")], [AIMessage("d", id="r4")]]
+    merged = loaded
+    for batch in writes:
+        merged = _add_message_batches(merged, [batch])
+    monkeypatch.setattr(state, "_ids_of", lambda *a: (_ for _ in ()).throw(AssertionError("read every id")))
+    replayed = _add_message_batches(list(loaded), writes)
+    assert replayed == merged and replayed is not merged
+    # a replay that differs from what was merged takes the full path
+    monkeypatch.undo()
+    other = _add_message_batches(list(loaded), [[HumanMessage("c2", id="r5")]])
+    assert [m.id for m in other] == ["r1", "r2", "r5"]
+    again = _add_message_batches(list(loaded), [[AIMessage("d2", id="r2")]])  # a replacement by id
+    assert [m.content for m in again] == ["a", "d2"]
