@@ -6,7 +6,7 @@ turn of a conversation would decode the whole conversation again: the last turns
 long conversation would be slower than its first ones.
 
 Stored checkpoints and their writes never change. The cache therefore remembers, for
-the checkpoints this process itself stored (`aput` / `aput_writes` see the values
+the checkpoints this process itself stored on a thread it has loaded once (`aput` / `aput_writes` see the values
 before they are encoded), their parent and their writes to the delta channels, plus the
 history last computed for each thread. Loading the next turn walks only the few
 checkpoints written since then, in memory. For a channel whose reducer is registered
@@ -15,6 +15,10 @@ is kept folded into one seed value, the channel's value at that checkpoint, so a
 replays only the writes since the last one instead of the whole conversation. Anything the cache has not seen (another
 process, a fork from an old checkpoint) falls back to the saver's own walk, so results
 are always those the saver would give.
+
+A thread's first run loads no history, and most threads of a busy server see one run:
+a thread is followed only from its first load (its second turn walks the saver's way),
+so a single-run thread costs the cache one lookup per write.
 """
 
 from __future__ import annotations
@@ -76,14 +80,22 @@ class DeltaHistoryCache:
             threads = self.__dict__["_sg_delta_threads"] = OrderedDict()
         return threads  # type: ignore[no-any-return]
 
-    def _sg_thread(self, config: RunnableConfig) -> tuple[str, _Thread] | None:
+    def _sg_thread(self, config: RunnableConfig, *, start: bool = False) -> tuple[str, _Thread] | None:
+        """The thread's entry; None for a delegation's namespace (fresh per delegation:
+        nothing to reuse) and, unless `start`, for a thread not loaded yet."""
         conf = config.get("configurable") or {}
         if conf.get("checkpoint_ns"):
-            return None  # delegation namespaces are fresh per delegation: nothing to reuse
+            return None
         key = str(conf.get("thread_id"))
-        threads = self._sg_threads()
+        threads = self.__dict__.get("_sg_delta_threads")
+        if threads is None:
+            if not start:
+                return None
+            threads = self._sg_threads()
         thread = threads.get(key)
         if thread is None:
+            if not start:
+                return None
             thread = threads[key] = _Thread()
         threads.move_to_end(key)
         return key, thread
@@ -127,7 +139,7 @@ class DeltaHistoryCache:
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        found = self._sg_thread(config) if set(channels) <= self.delta_channels else None
+        found = self._sg_thread(config, start=True) if set(channels) <= self.delta_channels else None
         target_id = (config.get("configurable") or {}).get("checkpoint_id")
         if found is None or not channels or not target_id:
             return await super().aget_delta_channel_history(config=config, channels=channels)  # type: ignore[misc,no-any-return]

@@ -109,3 +109,21 @@ async def test_a_load_replays_only_the_writes_since_the_last_one(tmp_path, kind:
     assert len(await memory.get_messages("f")) == 5 * 8
     assert [m.content for m in await memory.get_messages("f")][-1].startswith("answer")
     await memory.aclose()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_thread_is_followed_from_its_first_load(tmp_path, kind: str) -> None:
+    """A single-run thread costs the cache nothing kept; its second turn reads the
+    saver's own walk, and the turns after it the cache."""
+    memory = Memory(storage=":memory:" if kind == "memory" else f"file:{tmp_path / 'o.db'}")
+    parent = agent(memory)
+    saver = await memory.checkpointer()
+    for thread in ("one", "two", "three"):
+        await parent.generate("only turn", memory={"thread": thread})
+    assert not saver.__dict__.get("_sg_delta_threads")
+    for turn in range(3):
+        await parent.generate(f"turn {turn}", memory={"thread": "two"})
+        assert [m.content for m in await memory.get_messages("two")][-1].startswith("answer")
+    assert list(saver.__dict__["_sg_delta_threads"]) == ["two"]
+    assert len(await memory.get_messages("two")) == 5 * 4 and len(await memory.get_messages("one")) == 5
+    await memory.aclose()
