@@ -44,6 +44,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
 from supervisor_graph.checkpointers.compat import on_connection_thread
+from supervisor_graph.checkpointers.connections import connect
 
 __all__ = ["SqliteCheckpointer", "Synchronous"]
 
@@ -111,7 +112,7 @@ class SqliteCheckpointer(AsyncSqliteSaver):
         cls, conn_string: str, *, synchronous: Synchronous = "normal"
     ) -> AsyncIterator[SqliteCheckpointer]:
         # `timeout`: how long a commit waits for another process's write transaction.
-        async with aiosqlite.connect(conn_string, timeout=30.0) as conn:
+        async with connect(conn_string, timeout=30.0) as conn:
             saver = cls(conn, synchronous=synchronous)
             try:
                 yield saver

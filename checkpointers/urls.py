@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
+from supervisor_graph.checkpointers.connections import connect
 from supervisor_graph.checkpointers.delta_cache import with_delta_cache
 from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL, Leases, LocalLeases, PostgresLeases, SqliteLeases
 from supervisor_graph.checkpointers.sqlite import SqliteCheckpointer, Synchronous
@@ -128,10 +128,10 @@ async def open_storage(
     # The connections, not the `from_conn_string` context managers: those are async
     # generators, which asyncio's shutdown closes all at once, racing `Memory`'s closer
     # of this stack (a traceback at exit of a program that never closed its memory).
-    conn = await stack.enter_async_context(aiosqlite.connect(target, timeout=30.0))
+    conn = await stack.enter_async_context(connect(target, timeout=30.0))
     sqlite = saver_class(conn, synchronous=sqlite_synchronous)
     stack.push_async_callback(sqlite.flush)
-    sqlite_store = SqliteStore(await stack.enter_async_context(aiosqlite.connect(target, isolation_level=None)))
+    sqlite_store = SqliteStore(await stack.enter_async_context(connect(target, isolation_level=None)))
     # Concurrent first starts race in `PRAGMA journal_mode=WAL` and CREATE TABLE
     # ("database is locked"): one process at a time sets up.
     async with setup_lock(target):

@@ -12,6 +12,9 @@ import pytest
 
 from supervisor_graph import Memory
 
+# a suite that passed must also exit (see that module)
+pytest_plugins = ["tests.exit_watchdog"]
+
 PG_ADMIN = os.environ.get("SUPERVISOR_GRAPH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
