@@ -1095,6 +1095,8 @@ ONE_PATH_PEER_TARGET = 0.8  # ours (facade and compiled graph) / create_agent, o
 ONE_PATH_FLOOR_TARGET = 1.15  # compiled graph / floor, tool-less workers
 ONE_PATH_TOOL_FLOOR_TARGET = 1.2  # compiled graph / floor, workers with a tool
 ONE_PATH_INCUMBENT_TARGET = 0.5  # compiled graph / langgraph-supervisor
+ONE_PATH_FACADE_FLOOR_TARGET = 1.15  # facade / floor, workers with and without tools (issue 41)
+ONE_PATH_FACADE_GRAPH_TARGET = 1.05  # facade / the compiled graph it drives (issue 41)
 ONE_PATH_CHECKPOINTS = 3  # per extra delegation whose worker calls a tool
 
 
@@ -1126,6 +1128,9 @@ def _one_path_targets(r: Results) -> list[Target]:
     target("tool-less workers: compiled graph / floor", ONE_PATH_FLOOR_TARGET, _ratios(one.tool_less["cells"], "ours_graph", "floor"))
     target("workers with tools: compiled graph / floor whose worker calls the tool", ONE_PATH_TOOL_FLOOR_TARGET, _ratios(one.tools["cells"], "ours_graph", "floor"))
     target("tool-less workers: compiled graph / langgraph-supervisor", ONE_PATH_INCUMBENT_TARGET, _ratios(one.tool_less["cells"], "ours_graph", "incumbent"))
+    for scenario, cells in (("tool-less workers", one.tool_less["cells"]), ("workers with tools", one.tools["cells"])):
+        target(f"{scenario}: facade / floor", ONE_PATH_FACADE_FLOOR_TARGET, _ratios(cells, "ours", "floor"))
+        target(f"{scenario}: facade / the compiled graph it drives", ONE_PATH_FACADE_GRAPH_TARGET, _ratios(cells, "ours", "ours_graph"))
     extra = {f"{name} {kind}": _per_extra(c) for (name, kind), c in one.checkpoints.items()}
     known = {k: v for k, v in extra.items() if v is not None}
     if known:

@@ -4,6 +4,8 @@ both measurements. The measurements are injected; nothing is timed here."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench.guard import TOLERANCE, GuardCheck, cells, committed, confirm, render, summary
@@ -68,3 +70,19 @@ def test_the_guard_covers_each_row_of_issue_41(row: str) -> None:
     targets = {cell.name: cell.target for cell in cells()}
     assert row in targets and targets[row] is not None
     assert row in committed(), f"{row} has no committed figure in bench/guard.json"
+
+
+def test_the_full_report_judges_the_facade_against_the_floor_and_the_graph_it_drives() -> None:
+    from bench.one_path import OnePath
+    from bench.report import Results, targets
+    from bench.scenarios import Config
+
+    def cells(ours: float) -> dict[str, object]:
+        return {"cells": {("memory", 1): {"ours": [ours], "ours_graph": [1.0], "floor": [1.0], "create_agent": [2.0]}}}
+
+    one = OnePath(tool_less=cells(1.04), tools=cells(1.06))
+    rows = {t.what: t for t in targets(Results(Config(quick=True, iterations=1, warmup=0, workdir=Path(".")), {}, one_path=one))}
+    assert rows["tool-less workers: facade / the compiled graph it drives"].met is True
+    assert rows["workers with tools: facade / the compiled graph it drives"].met is False
+    assert "1.06x (memory N=1)" in rows["workers with tools: facade / the compiled graph it drives"].measured
+    assert rows["tool-less workers: facade / floor"].target == "<= 1.15x"
