@@ -33,6 +33,7 @@ from bench.contenders import (
     delegation_policy,
 )
 from bench.savers import Storage
+from bench.stats import round_order
 from supervisor_graph.testing import tool_call
 
 __all__ = ["PEERS", "available_peers", "build_peer"]
@@ -295,8 +296,7 @@ async def peer_timing(
             gc.freeze()
             try:
                 for i in range(warmup + runs):
-                    order = contenders[i % len(contenders):] + contenders[: i % len(contenders)]
-                    for contender in order:
+                    for contender in round_order(contenders, i):
                         gc.collect()
                         wall, cpu_s = await run_measured(contender, PROMPT, f"peer-{kind}-{n}-{i}")
                         if i >= warmup:

@@ -163,7 +163,7 @@ def _timing(r: Results) -> list[str]:
         H_TIMING,
         "",
         "Milliseconds per `generate` / `ainvoke`, each run on a fresh thread, contenders interleaved "
-        "round-robin (the starting contender rotates every round) after warm-up. Every run is checked: "
+        "in rounds, each round in a fresh random order (so every contender follows every other alike), after warm-up. Every run is checked: "
         "N+1 supervisor model calls, N worker model calls, final answer `done`.",
         "",
     ]
@@ -912,7 +912,7 @@ def _peers(r: Results) -> list[str]:
     lines = [
         "## Peers: every framework a user might pick instead",
         "",
-        "Median ms per run, all contenders interleaved round-robin on fresh threads, every run checked (N+1 "
+        "Median ms per run, all contenders interleaved (each round in a fresh random order) on fresh threads, every run checked (N+1 "
         f"supervisor calls, N worker calls, the final answer). Versions: {versions}. The issue's targets: "
         "ours <= 0.8x every Python peer, <= 0.5x langgraph-supervisor, <= 1.3x the floor.",
         "",
@@ -1164,7 +1164,7 @@ def _one_path(r: Results) -> list[str]:
     lines = [
         "## One execution path: the facade and the compiled graph, workers with and without tools (issue 23)",
         "",
-        "Median ms per run, every contender interleaved round-robin on fresh threads, every run checked (N+1 "
+        "Median ms per run, every contender interleaved (each round in a fresh random order) on fresh threads, every run checked (N+1 "
         "supervisor calls, N or 2N worker calls, N tool runs with tools, the final answer). **ours** runs through "
         "the facade (`generate`: thread lease, input checks, transcript repair, durability `sync` on sqlite); "
         "**compiled graph** is `agent.compile(checkpointer=...)` driven by `graph.ainvoke` (default durability), "

@@ -19,6 +19,7 @@ from bench.savers import (
     sqlite_footprint,
     stored_bytes,
 )
+from bench.stats import round_order
 
 if TYPE_CHECKING:
     from bench.agui import AguiSpec
@@ -108,11 +109,6 @@ async def run_checked(contender: Contender, prompt: str, thread: str) -> float:
     return (await run_measured(contender, prompt, thread))[0]
 
 
-def _rotated(items: list[Contender], i: int) -> list[Contender]:
-    k = i % len(items)
-    return items[k:] + items[:k]
-
-
 # -- per-run wall time --------------------------------------------------------------
 
 
@@ -139,7 +135,7 @@ async def timing(cfg: Config) -> list[TimingCell]:
                         c.forget_calls()
                 gc.collect()
                 for i in range(cfg.iterations):
-                    for c in _rotated(contenders, i):
+                    for c in round_order(contenders, i):
                         cell.samples[c.name].append(await run_checked(c, TASK, f"run-{i}"))
                         c.forget_calls()
             finally:
@@ -329,7 +325,7 @@ async def conversation(cfg: Config, spec: ConversationSpec) -> ConversationRun:
             for turn in range(spec.turns):
                 message = user_message(turn, spec.user_bytes)
                 k = turn - (spec.turns - window)  # >= 0: also run turn k of the fresh thread
-                for c in _rotated(contenders, turn):
+                for c in round_order(contenders, turn):
                     res = results[c.name]
                     if k >= 0 and (turn + rep) % 2 == 0:
                         await _fresh_turn(res, fresh[c.name], k, spec, thread)
