@@ -1120,7 +1120,8 @@ def _one_path_targets(r: Results) -> list[Target]:
             worst = max(ratios, key=lambda x: x[1])
             out.append(Target(what, f"<= {limit}x", f"worst {_x(worst[1])} ({worst[0]}); {len(ratios)} cells", all(q <= limit for _, q in ratios)))
 
-    for scenario, cells in (("tool-less workers", one.tool_less["cells"]), ("workers with tools", one.tools["cells"])):
+    scenarios = (("tool-less workers", one.tool_less["cells"]), ("workers with tools", one.tools["cells"]))
+    for scenario, cells in scenarios:
         for ours in ("ours", "ours_graph"):
             peers = [p for p in ("create_agent", "openai_agents") if cells and p in next(iter(cells.values()))]
             ratios = [(f"{_PEER_LABELS[p]}, {label}", q) for p in peers for label, q in _ratios(cells, ours, p)]
@@ -1128,7 +1129,7 @@ def _one_path_targets(r: Results) -> list[Target]:
     target("tool-less workers: compiled graph / floor", ONE_PATH_FLOOR_TARGET, _ratios(one.tool_less["cells"], "ours_graph", "floor"))
     target("workers with tools: compiled graph / floor whose worker calls the tool", ONE_PATH_TOOL_FLOOR_TARGET, _ratios(one.tools["cells"], "ours_graph", "floor"))
     target("tool-less workers: compiled graph / langgraph-supervisor", ONE_PATH_INCUMBENT_TARGET, _ratios(one.tool_less["cells"], "ours_graph", "incumbent"))
-    for scenario, cells in (("tool-less workers", one.tool_less["cells"]), ("workers with tools", one.tools["cells"])):
+    for scenario, cells in scenarios:
         target(f"{scenario}: facade / floor", ONE_PATH_FACADE_FLOOR_TARGET, _ratios(cells, "ours", "floor"))
         target(f"{scenario}: facade / the compiled graph it drives", ONE_PATH_FACADE_GRAPH_TARGET, _ratios(cells, "ours", "ours_graph"))
     extra = {f"{name} {kind}": _per_extra(c) for (name, kind), c in one.checkpoints.items()}

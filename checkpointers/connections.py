@@ -24,7 +24,7 @@ from typing import Any
 
 import aiosqlite
 
-__all__ = ["connect"]
+__all__ = ["close_open_connections", "connect", "worker_thread"]
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +38,14 @@ def connect(database: str, **kwargs: Any) -> aiosqlite.Connection:
     """`aiosqlite.connect(database, **kwargs)`, whose thread does not keep the process
     alive and which is closed at exit if nobody closed it."""
     conn = aiosqlite.connect(database, **kwargs)
-    # aiosqlite < 0.22: the connection is itself the thread (a daemon there already)
-    _worker(conn).daemon = True
+    worker_thread(conn).daemon = True
     _open.add(conn)
     return conn
 
 
-def _worker(conn: aiosqlite.Connection) -> Any:
+def worker_thread(conn: aiosqlite.Connection) -> Any:
+    """The thread that runs `conn`'s jobs (aiosqlite < 0.22: the connection is itself the
+    thread, a daemon there already)."""
     return getattr(conn, "_thread", conn)
 
 
@@ -61,7 +62,7 @@ async def _close(conns: list[aiosqlite.Connection]) -> None:
 def close_open_connections() -> None:
     """Close the connections nobody closed (at exit; callable any time no loop runs in
     this thread)."""
-    conns = [conn for conn in list(_open) if _worker(conn).is_alive()]
+    conns = [conn for conn in list(_open) if worker_thread(conn).is_alive()]
     if not conns:
         return
     try:

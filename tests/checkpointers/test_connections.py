@@ -9,7 +9,7 @@ import sys
 import textwrap
 import threading
 
-from supervisor_graph.checkpointers.connections import close_open_connections, connect
+from supervisor_graph.checkpointers.connections import close_open_connections, connect, worker_thread
 
 # A program that runs on a loop it closes without `shutdown_asyncgens()` (what closes a
 # `Memory` left open), the agent and its memory still referenced at exit.
@@ -43,7 +43,7 @@ def test_a_program_that_never_closes_its_memory_still_exits_with_its_conversatio
 async def test_a_connection_left_open_is_closed_at_exit_after_its_queued_jobs(tmp_path) -> None:
     path = str(tmp_path / "left.db")
     conn = await connect(path, isolation_level=None)
-    worker = getattr(conn, "_thread", conn)
+    worker = worker_thread(conn)
     assert worker.daemon and worker.is_alive()
     await conn.execute("CREATE TABLE t (x INTEGER)")
     await conn.execute("INSERT INTO t VALUES (1)")
@@ -59,7 +59,7 @@ async def test_a_connection_left_open_is_closed_at_exit_after_its_queued_jobs(tm
 
 async def test_a_closed_connection_is_left_alone_at_exit(tmp_path) -> None:
     async with connect(str(tmp_path / "closed.db")) as conn:
-        worker = getattr(conn, "_thread", conn)
+        worker = worker_thread(conn)
     worker.join(5)
     assert not worker.is_alive()
     close_open_connections()  # nothing to do, and no loop is needed
