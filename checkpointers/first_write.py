@@ -5,7 +5,10 @@ delegation run inside its parent's node writes its thread once, when it ends, in
 namespace named after its task, which no run has used before (a re-run of the task
 after a pause or a crash reads the thread itself, and writes through the real saver).
 On sqlite that read was one more trip to the database's thread, behind whatever the run
-was saving, per delegation; `FirstWrite` answers it from memory.
+was saving, per delegation. That first write now skips `update_state` altogether
+(`compat.write_first_state`), and `FirstWrite` is the saver it goes through: on sqlite
+the checkpoint rides with the node's own writes, in one transaction, and any read
+through it (a graph method handed it) finds the namespace empty without asking.
 """
 
 from __future__ import annotations
@@ -22,16 +25,18 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-from supervisor_graph.checkpointers.compat import with_checkpointer
+from supervisor_graph.checkpointers.compat import checkpointer_of, state_write_config, write_first_state
 
-__all__ = ["FirstWrite", "first_write_config"]
+__all__ = ["FirstWrite", "write_delegation_thread"]
 
 
 class FirstWrite(BaseCheckpointSaver[Any]):
     """A saver for a namespace known to be empty: reads find nothing, writes go to `inner`."""
 
     def __init__(self, inner: BaseCheckpointSaver[Any]) -> None:
-        super().__init__(serde=inner.serde)
+        # not `super().__init__`: its check of the serializer against a runtime Protocol
+        # costs ~10 us per delegation, and `inner` already holds a checked one
+        self.serde = inner.serde
         self.inner = inner
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -72,6 +77,15 @@ class FirstWrite(BaseCheckpointSaver[Any]):
         return self.inner.get_next_version(current, channel)
 
 
-def first_write_config(config: RunnableConfig, saver: BaseCheckpointSaver[Any]) -> RunnableConfig:
-    """`config` whose graph writes a new namespace through `saver` without reading it."""
-    return with_checkpointer(config, FirstWrite(saver))
+async def write_delegation_thread(
+    graph: Any, node_config: RunnableConfig, values: dict[str, Any], as_node: str, *, first: bool
+) -> None:
+    """Store `values` in the delegation thread `node_config` (a node's config, in the
+    delegation's namespace) addresses, as node `as_node` of the subagent's `graph` would.
+    The `first` write goes straight to the saver, reading nothing; a later one (a re-run
+    found the thread) is `aupdate_state`."""
+    saver = checkpointer_of(node_config)
+    if first:
+        await write_first_state(graph, state_write_config(node_config, FirstWrite(saver)), values, as_node)
+    else:
+        await graph.aupdate_state(state_write_config(node_config, saver), values, as_node=as_node)

@@ -6,7 +6,7 @@ step of the subagent (7 per delegation whose worker calls one tool). A *leaf* su
 scorers) instead runs its model/tool loop here, in the node that the parent's `Send`
 started, whoever drives the graph (the run facade, `graph.ainvoke` / `astream`, Studio,
 `langgraph dev`, Aegra). Its delegation thread is written in one checkpoint at the end
-(`aupdate_state` on the subagent's graph, in the delegation's namespace), so
+(what `aupdate_state` on the subagent's graph would store, in the delegation's namespace), so
 `get_messages(sub_agent_thread_id)`, `list_threads` and `get_state` of that namespace
 read what a subgraph run left there. That first write reads nothing (the namespace is
 this task's own: `checkpointers/first_write.py`) and, on sqlite, is stored in the same
@@ -49,8 +49,8 @@ from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy, Send
 
-from supervisor_graph.checkpointers.compat import checkpointer_of, has_checkpointer, is_resuming
-from supervisor_graph.checkpointers.first_write import first_write_config
+from supervisor_graph.checkpointers.compat import has_checkpointer, is_resuming
+from supervisor_graph.checkpointers.first_write import write_delegation_thread
 from supervisor_graph.nodes.budget import budget_notice, exceeded_result, over_budget, spend
 from supervisor_graph.nodes.compaction import COMPACTION_KEY, compact_input
 from supervisor_graph.nodes.context import RUN_IDENTITY_KEYS, check_json, using_request_context
@@ -228,9 +228,7 @@ class _Journal:
             values["finish_reason"] = finish_reason
         if self.compaction is not None:
             values[COMPACTION_KEY] = self.compaction
-        # the thread's first write needs no read: its namespace is this task's own
-        config = self.config if self.exists else first_write_config(self.config, checkpointer_of(self.config))
-        await self.graph.aupdate_state(config, values, as_node=SUPERVISOR_NODE)
+        await write_delegation_thread(self.graph, self.config, values, SUPERVISOR_NODE, first=not self.exists)
         self.saved = len(history)
         self.exists = True
 

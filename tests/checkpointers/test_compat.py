@@ -114,3 +114,49 @@ async def test_node_runnable_injects_config_and_runtime_on_both_sides() -> None:
     config: Any = {"configurable": {"thread_id": "t"}}
     assert graph.invoke({"seen": ""}, config, context="c")["seen"] == "sync t c"
     assert (await graph.ainvoke({"seen": ""}, config, context="c"))["seen"] == "async t c"
+
+
+class NodeState(TypedDict, total=False):
+    messages: Annotated[list[Any], compat.DeltaChannel(_add, snapshot_frequency=1000)]
+    finish_reason: str
+
+
+async def test_write_first_state_stores_what_aupdate_state_stores() -> None:
+    builder = StateGraph(NodeState)
+    builder.add_node("supervisor", lambda state: {})
+    builder.add_edge(START, "supervisor")
+    saver = InMemorySaver()
+    graph = builder.compile()
+    messages = [HumanMessage("do it", id="h1"), AIMessage("done")]  # the answer has no id: both give it one
+    values = {"messages": messages, "finish_reason": "stop", "not_a_channel": 1}
+    stored = {}
+    for how in ("aupdate_state", "write_first_state"):
+        config = compat.state_write_config(
+            {"configurable": {"thread_id": "t", "checkpoint_ns": f"worker:{how}", "__pregel_task_id": "x", "user": "u"},
+             "metadata": {"resource_id": "r"}},
+            saver,
+        )
+        if how == "aupdate_state":
+            await graph.aupdate_state(config, values, as_node="supervisor")
+        else:
+            await compat.write_first_state(graph, config, values, "supervisor")
+        saved = await saver.aget_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": f"worker:{how}"}})
+        assert saved is not None, f"{how} stored nothing"
+        state = await graph.aget_state(config)
+        checkpoint = saved.checkpoint
+        stored[how] = (
+            sorted(checkpoint),
+            {k: type(v).__name__ for k, v in checkpoint["channel_values"].items()},
+            sorted(checkpoint["channel_versions"]),
+            checkpoint["versions_seen"],
+            saved.metadata,
+            saved.pending_writes,
+            state.next,
+            [(type(m).__name__, m.content, bool(m.id)) for m in state.values["messages"]],
+            state.values["finish_reason"],
+        )
+    assert stored["write_first_state"] == stored["aupdate_state"], (
+        "a first state update changed in LangGraph (langgraph.pregel._checkpoint / _algo): "
+        "write_first_state no longer stores what aupdate_state does"
+    )
+    assert stored["aupdate_state"][4]["resource_id"] == "r" and stored["aupdate_state"][4]["user"] == "u"
