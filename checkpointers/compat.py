@@ -42,7 +42,7 @@ module, so an upgrade that changes one of them breaks here, in one place, and
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -149,12 +149,19 @@ def namespaced_config(config: RunnableConfig, saver: Any) -> RunnableConfig:
     return {**config, "configurable": {**(config.get("configurable") or {}), CONFIG_KEY_CHECKPOINTER: saver}}
 
 
-async def write_first_state(graph: Any, config: RunnableConfig, values: dict[str, Any], as_node: str) -> None:
+async def write_first_state(
+    graph: Any,
+    config: RunnableConfig,
+    values: dict[str, Any],
+    as_node: str,
+    *,
+    put: Callable[..., Awaitable[Any]] | None = None,
+) -> None:
     """Store `values` as the first checkpoint of the namespace `config` addresses, as if
     node `as_node` of `graph` had written them: what `graph.aupdate_state(config, values,
-    as_node=as_node)` stores there when the namespace holds nothing. Goes through the
-    saver `config` names (`state_write_config`); keys that are no channel of `graph` are
-    dropped, as there."""
+    as_node=as_node)` stores there when the namespace holds nothing, reading nothing.
+    Goes through the saver `config` names (`state_write_config`), stored by `put` (its
+    `aput` unless given); keys that are no channel of `graph` are dropped, as there."""
     saver = config["configurable"][CONFIG_KEY_CHECKPOINTER]
     checkpoint = empty_checkpoint()
     channels, _ = channels_from_checkpoint(graph.channels, checkpoint)
@@ -182,4 +189,4 @@ async def write_first_state(graph: Any, config: RunnableConfig, values: dict[str
         stored_versions={},
         trigger_to_nodes=graph.trigger_to_nodes,
     )
-    await saver.aput(config, checkpoint, metadata, get_new_channel_versions({}, checkpoint["channel_versions"]))
+    await (put or saver.aput)(config, checkpoint, metadata, get_new_channel_versions({}, checkpoint["channel_versions"]))

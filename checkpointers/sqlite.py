@@ -165,7 +165,7 @@ class SqliteCheckpointer(AsyncSqliteSaver):
         """Store a checkpoint in the same transaction as the connection's next job (any
         store or load, or closing), instead of a trip of its own now.
 
-        For a delegation's thread written by its parent's node (`FirstWrite`): the node's
+        For a delegation's thread written by its parent's node (`first_write.py`): the node's
         own writes, stored right after it returns, carry it, so the thread and the
         delegation's result reach the file together or not at all. Every read here sees
         it (they run after it on the connection)."""
