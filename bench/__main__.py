@@ -1,4 +1,4 @@
-"""`python -m bench [--quick] [--out PATH]`."""
+"""`python -m bench [--quick] [--out PATH]`, or `python -m bench soak --minutes M --workers W`."""
 
 from bench.cli import main
 

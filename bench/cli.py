@@ -1,4 +1,4 @@
-"""Command line: `python -m bench [--quick] [--out PATH] ...`."""
+"""Command line: `python -m bench [--quick] [--out PATH] ...`, and `python -m bench soak ...` (bench/soak.py)."""
 
 from __future__ import annotations
 
@@ -233,6 +233,11 @@ async def _run(cfg: Config, skip: frozenset[str]) -> Results:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] == ["soak"]:  # `python -m bench soak ...`: the served soak (bench/soak.py), options of its own
+        from bench.soak import main as soak
+
+        return soak(args_in[1:])
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Benchmark supervisor-graph against langgraph-supervisor and a hand-written LangGraph graph.",
