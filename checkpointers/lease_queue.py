@@ -13,16 +13,24 @@ with one query every `STOP_POLL` seconds while it holds some lease (`watch`)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-__all__ = ["HAND_OVER", "NO_WAITER", "STOP_POLL", "WAITERS", "WAITERS_INDEX", "WAITER_TTL", "WAIT_POLL", "SqlQueue"]
+from supervisor_graph.checkpointers.outages import StorageUnavailableError
+
+__all__ = ["HAND_OVER", "LOST", "NO_WAITER", "STOP_POLL", "WAITERS", "WAITERS_INDEX", "WAITER_TTL", "WAIT_POLL", "SqlQueue"]
+
+log = logging.getLogger(__name__)
 
 # seconds between a holder process's looks for stop requests, and between a waiter's
 # looks for its turn; a waiter's row outlives its last look by WAITER_TTL seconds
 STOP_POLL = 0.2
 WAIT_POLL = 0.1
 WAITER_TTL = 5.0
+# what `watch`'s callback hears when the lease database became unreachable
+LOST = "lost"
 
 # The queue of callers waiting for a busy thread (double texting). `stops`: the holder a
 # waiter with a stop request asks to stop. Releases consult it in the same statement
@@ -71,7 +79,7 @@ class SqlQueue:
     connection, its lock, the statement helpers and `_acquire`."""
 
     _conn: Any
-    _lock: asyncio.Lock
+    _lock: AbstractAsyncContextManager[Any]
     _watchers: dict[str, Callable[[str], None]]
     _poller: asyncio.Task[None] | None
 
@@ -156,7 +164,9 @@ class SqlQueue:
         self._watchers.pop(owner, None)
 
     async def _poll_stops(self) -> None:
-        """One query per `STOP_POLL` for every run this process holds a lease for."""
+        """One query per `STOP_POLL` for every run this process holds a lease for. The
+        same query notices a database that went away: the runs holding leases then hear
+        `LOST` (they can save nothing more, so they end now, not at their next write)."""
         while self._watchers:
             await asyncio.sleep(STOP_POLL)
             if not self._watchers:
@@ -165,6 +175,13 @@ class SqlQueue:
             try:
                 async with self._lock:
                     rows = await self._all(_STOPS, now)
+            except StorageUnavailableError as exc:
+                if exc.reason == "unreachable":  # not "timeout": a busy pool still serves
+                    holders = list(self._watchers.values())
+                    log.warning("the lease database is unreachable: ending the %d run(s) holding a lease", len(holders))
+                    for tell in holders:
+                        tell(LOST)
+                continue
             except Exception:  # noqa: BLE001 - looked for again at the next poll
                 continue
             for stops, stop in rows:

@@ -38,7 +38,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -46,6 +46,7 @@ from typing import Any, Protocol, TypeVar
 
 from supervisor_graph.checkpointers.lease_queue import (
     HAND_OVER,
+    LOST,
     NO_WAITER,
     STOP_POLL,
     WAIT_POLL,
@@ -53,9 +54,12 @@ from supervisor_graph.checkpointers.lease_queue import (
     WAITERS_INDEX,
     SqlQueue,
 )
+from supervisor_graph.checkpointers.outages import unavailable
 
 __all__ = [
+    "DEFAULT_BUSY_TIMEOUT",
     "DEFAULT_LEASE_TTL",
+    "LOST",
     "STOP_POLL",
     "WAIT_POLL",
     "Lease",
@@ -67,9 +71,10 @@ __all__ = [
 ]
 
 DEFAULT_LEASE_TTL = 30.0
+# how long a sqlite statement waits for a file another connection holds locked (seconds)
+DEFAULT_BUSY_TIMEOUT = 30.0
 _HOST = socket.gethostname()
 T = TypeVar("T")
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +136,8 @@ class Leases(Protocol):
         """Leave the queue; a lease handed over meanwhile is given back."""
 
     def watch(self, thread_id: str, owner: str, on_stop: Callable[[str], None]) -> None:
-        """Call `on_stop(kind)` when a waiter asks the holder `owner` to stop."""
+        """Call `on_stop(kind)` when a waiter asks the holder `owner` to stop, or
+        `on_stop(LOST)` when the lease database cannot be reached."""
 
     def unwatch(self, thread_id: str, owner: str) -> None:
         """Stop watching for `owner` (its lease is released)."""
@@ -267,7 +273,7 @@ class _SqlLeases(SqlQueue):
     def __init__(self, conn: Any, ttl: float = DEFAULT_LEASE_TTL) -> None:
         self.ttl = ttl
         self._conn = conn
-        self._lock = asyncio.Lock()  # one statement at a time on this connection
+        self._lock: AbstractAsyncContextManager[Any] = asyncio.Lock()  # one statement at a time on this connection
         self._watchers: dict[str, Callable[[str], None]] = {}
         self._poller: asyncio.Task[None] | None = None
 
@@ -345,15 +351,20 @@ class SqliteLeases(_SqlLeases):
     connection thread, as aiosqlite does, cost a run ~0.3 ms of CPU for its acquire and
     as much for its release (measured, issue 41). The loop never blocks on the file: the
     connection does not wait for a lock (`timeout=0`), a busy file is tried again after
-    an asyncio sleep (`_BUSY_WAIT` in all, as the other connections wait), and it never
+    an asyncio sleep (`busy_timeout` seconds in all, as the other connections wait), and it never
     checkpoints the WAL (whose fsync the checkpoint connection's own thread does)."""
 
+    busy_timeout = DEFAULT_BUSY_TIMEOUT
+
     @classmethod
-    async def open(cls, path: str, stack: AsyncExitStack, ttl: float = DEFAULT_LEASE_TTL) -> SqliteLeases:
+    async def open(
+        cls, path: str, stack: AsyncExitStack, ttl: float = DEFAULT_LEASE_TTL, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    ) -> SqliteLeases:
         target = str(Path(path).expanduser()) if path != ":memory:" else path
         conn = sqlite3.connect(target, timeout=0, isolation_level=None, check_same_thread=False)
         stack.callback(conn.close)
         leases = cls(conn, ttl)
+        leases.busy_timeout = busy_timeout
         stack.callback(leases.stop_polling)
         # a lease lost to a power cut is harmless (every run restarts), so skip the fsync
         for statement in (
@@ -367,14 +378,19 @@ class SqliteLeases(_SqlLeases):
         return leases
 
     async def _retry(self, statement: Callable[[], T]) -> T:
-        """`statement()`, tried again while another connection holds the file's lock."""
-        delay, deadline = 0.0005, time.monotonic() + _BUSY_WAIT
+        """`statement()`, tried again while another connection holds the file's lock
+        (`busy_timeout` seconds in all); `StorageUnavailableError` when the file stays
+        locked, or the disk is full or failing."""
+        delay, deadline = 0.0005, time.monotonic() + self.busy_timeout
         while True:
             try:
                 return statement()
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc) or time.monotonic() > deadline:
-                    raise
+                    error = unavailable(exc, "the sqlite database")
+                    if error is None:
+                        raise
+                    raise error from exc
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
 
@@ -393,30 +409,61 @@ class SqliteLeases(_SqlLeases):
         return await self._retry(lambda: self._conn.execute(sql, params).fetchall())
 
 
-# how long a lease statement waits for a sqlite file another connection is writing
-_BUSY_WAIT = 30.0
-
-
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
 
 
 class PostgresLeases(_SqlLeases):
-    """Lease rows in the Postgres database, timed by its clock (hosts may disagree)."""
+    """Lease rows in the Postgres database, timed by its clock (hosts may disagree).
+
+    Each statement takes a connection of the memory's pool for itself (no lock: the
+    statements of two runs go to two connections, as those of two processes do), and
+    raises `StorageUnavailableError` when the database cannot be reached."""
 
     placeholder = "%s"
     expires = "now() + %s * interval '1 second'"
     now = "now()"
 
-    @classmethod
-    async def open(cls, url: str, stack: AsyncExitStack, ttl: float = DEFAULT_LEASE_TTL) -> PostgresLeases:
-        from psycopg import AsyncConnection
+    def __init__(self, pool: Any, ttl: float = DEFAULT_LEASE_TTL) -> None:
+        super().__init__(pool, ttl)
+        self._lock = nullcontext()
 
-        conn = await stack.enter_async_context(await AsyncConnection.connect(url, autocommit=True, prepare_threshold=0))
-        await conn.execute(_TABLE.format(time="TIMESTAMPTZ"))
-        await conn.execute(WAITERS.format(time="TIMESTAMPTZ", serial="BIGSERIAL"))
-        await conn.execute(WAITERS_INDEX)
-        return cls(conn, ttl)
+    @classmethod
+    async def open(cls, pool: Any, stack: AsyncExitStack, ttl: float = DEFAULT_LEASE_TTL) -> PostgresLeases:
+        """Leases over `pool` (a psycopg_pool pool, see `postgres.py`); the tables are made
+        if missing."""
+        leases = cls(pool, ttl)
+        stack.callback(leases.stop_polling)
+        for statement in (_TABLE.format(time="TIMESTAMPTZ"), WAITERS.format(time="TIMESTAMPTZ", serial="BIGSERIAL"), WAITERS_INDEX):
+            await leases._run(statement, (), "count")
+        return leases
+
+    async def _run(self, sql: str, params: tuple[Any, ...], want: str) -> Any:
+        """One statement on a pooled connection: its first row, its rows or its count."""
+        from psycopg.rows import tuple_row
+
+        try:
+            async with self._conn.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+                await cursor.execute(sql, params)
+                if want == "one":
+                    return await cursor.fetchone()
+                if want == "all":
+                    return await cursor.fetchall()
+                return int(cursor.rowcount or 0)
+        except Exception as exc:
+            error = unavailable(exc, "the Postgres database")
+            if error is None or error is exc:
+                raise
+            raise error from exc
+
+    async def _one(self, template: str, params: tuple[Any, ...]) -> Any:
+        return await self._run(self._sql(template), params, "one")
+
+    async def _count(self, template: str, params: tuple[Any, ...]) -> int:
+        return int(await self._run(self._sql(template), params, "count"))
+
+    async def _all(self, template: str, params: tuple[Any, ...]) -> list[Any]:
+        return list(await self._run(self._sql(template), params, "all"))
 
     def _times(self, seconds: float | None = None) -> tuple[Any, tuple[Any, ...]]:
         return self.ttl if seconds is None else seconds, ()

@@ -66,11 +66,18 @@ _LATEST = _SELECT + "WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoi
 
 
 def _store_all(conn: sqlite3.Connection, jobs: Sequence[tuple[str, Sequence[tuple[Any, ...]]]]) -> None:
-    """Every (statement, rows) of `jobs` in one transaction."""
-    for query, rows in jobs:
-        if rows:
-            conn.executemany(query, rows)
-    conn.commit()
+    """Every (statement, rows) of `jobs` in one transaction, or none of them: a job that
+    failed (a full disk, a file locked beyond the busy wait) is rolled back, so its rows
+    never ride along with the next job's commit."""
+    try:
+        for query, rows in jobs:
+            if rows:
+                conn.executemany(query, rows)
+        conn.commit()
+    except BaseException:
+        if conn.in_transaction:
+            conn.rollback()
+        raise
 
 
 def _load(

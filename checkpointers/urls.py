@@ -18,7 +18,16 @@ from langgraph.store.memory import InMemoryStore
 
 from supervisor_graph.checkpointers.connections import connect
 from supervisor_graph.checkpointers.delta_cache import with_delta_cache
-from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL, Leases, LocalLeases, PostgresLeases, SqliteLeases
+from supervisor_graph.checkpointers.leases import (
+    DEFAULT_BUSY_TIMEOUT,
+    DEFAULT_LEASE_TTL,
+    Leases,
+    LocalLeases,
+    PostgresLeases,
+    SqliteLeases,
+)
+from supervisor_graph.checkpointers.outages import SAVER_METHODS, translating, unavailable
+from supervisor_graph.checkpointers.postgres import PoolOptions
 from supervisor_graph.checkpointers.sqlite import SqliteCheckpointer, Synchronous
 
 __all__ = ["SETUP_LOCK_KEY", "Storage", "describe", "is_shared_saver", "open_storage", "setup_lock"]
@@ -79,10 +88,18 @@ async def open_storage(
     store: BaseStore | None = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
     sqlite_synchronous: Synchronous = "normal",
+    pool_options: PoolOptions | None = None,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> Storage:
     """Open what `storage` names; `stack` closes its connections. `store` replaces the
     store a checkpointer object would otherwise get (an in-process one);
-    `sqlite_synchronous` is the checkpoint connection's `PRAGMA synchronous` (sqlite.py)."""
+    `sqlite_synchronous` is the checkpoint connection's `PRAGMA synchronous` (sqlite.py);
+    `pool_options` sizes a Postgres connection pool (postgres.py); `busy_timeout` is how
+    long a sqlite statement waits for a file another connection holds locked.
+
+    Raises:
+        StorageUnavailableError: the database cannot be reached (outages.py).
+    """
     kind = describe(storage)
     if kind == "saver":
         return Storage(storage, store or InMemoryStore(), LocalLeases(lease_ttl))
@@ -94,28 +111,38 @@ async def open_storage(
         try:
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
             from langgraph.store.postgres.aio import AsyncPostgresStore
+
+            from supervisor_graph.checkpointers.postgres import open_pool, pooled_saver, pooled_store, wait_setup_lock
         except ImportError as exc:  # pragma: no cover - depends on the extra
             raise ImportError(
                 "postgresql:// storage needs the postgres extra: pip install 'supervisor-graph[postgres]'"
             ) from exc
-        postgres_class: Any = with_delta_cache(AsyncPostgresSaver)
-        postgres = await stack.enter_async_context(postgres_class.from_conn_string(storage))
-        pg_store = await stack.enter_async_context(AsyncPostgresStore.from_conn_string(storage))
+        # One pool for the checkpointer, the store and the leases (checkpointers/postgres.py):
+        # broken connections are replaced, so the process outlives a database restart.
+        pool = await open_pool(storage, pool_options or PoolOptions(), stack)
+        postgres_class: Any = with_delta_cache(pooled_saver(AsyncPostgresSaver))
+        postgres = postgres_class(pool)
+        pg_store = pooled_store(AsyncPostgresStore)(pool)
         # Concurrent first starts race in CREATE TABLE / migrations (UniqueViolation on
         # pg_type): one process at a time sets up, the others then find it done. Waiters
         # poll with pg_try_advisory_lock instead of blocking in pg_advisory_lock: a session
         # blocked there holds a snapshot, which CREATE INDEX CONCURRENTLY (a migration)
-        # waits for, and Postgres reports a deadlock.
-        while not (
-            await (await postgres.conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (SETUP_LOCK_KEY,))).fetchone()
-        )["ok"]:
-            await asyncio.sleep(0.05)
+        # waits for, and Postgres reports a deadlock. The lock is a session's, so one
+        # connection is held for lock, set-up and unlock; the set-up takes others.
         try:
-            await postgres.setup()
-            await pg_store.setup()
-            leases: Leases = await PostgresLeases.open(storage, stack, lease_ttl)
-        finally:
-            await postgres.conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
+            async with pool.connection() as conn:
+                await wait_setup_lock(conn, SETUP_LOCK_KEY)
+                try:
+                    await postgres.setup()
+                    await pg_store.setup()
+                    leases: Leases = await PostgresLeases.open(pool, stack, lease_ttl)
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
+        except Exception as exc:
+            error = unavailable(exc, "the Postgres database")
+            if error is None or error is exc:
+                raise
+            raise error from exc
         return Storage(postgres, pg_store, leases)
     from supervisor_graph.checkpointers.sqlite_store import SqliteStore
 
@@ -124,20 +151,30 @@ async def open_storage(
     if path != ":memory:":
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
     target = str(Path(path).expanduser()) if path != ":memory:" else path
-    saver_class: Any = with_delta_cache(SqliteCheckpointer, compact_versions=True)
+    saver_class: Any = with_delta_cache(
+        translating(SqliteCheckpointer, SAVER_METHODS, "the sqlite database"), compact_versions=True
+    )
     # The connections, not the `from_conn_string` context managers: those are async
     # generators, which asyncio's shutdown closes all at once, racing `Memory`'s closer
     # of this stack (a traceback at exit of a program that never closed its memory).
-    conn = await stack.enter_async_context(connect(target, timeout=30.0))
+    conn = await stack.enter_async_context(connect(target, timeout=busy_timeout))
     sqlite = saver_class(conn, synchronous=sqlite_synchronous)
     stack.push_async_callback(sqlite.flush)
-    sqlite_store = SqliteStore(await stack.enter_async_context(connect(target, isolation_level=None)))
+    # the store retries a batch that found the file locked for `busy_timeout` in all
+    store_conn = await stack.enter_async_context(connect(target, isolation_level=None, timeout=min(busy_timeout, 5.0)))
+    sqlite_store = SqliteStore(store_conn, retry_for=busy_timeout)
     # Concurrent first starts race in `PRAGMA journal_mode=WAL` and CREATE TABLE
     # ("database is locked"): one process at a time sets up.
-    async with setup_lock(target):
-        await sqlite.setup()
-        await sqlite_store.setup()
-        leases = await SqliteLeases.open(target, stack, lease_ttl)
+    try:
+        async with setup_lock(target):
+            await sqlite.setup()
+            await sqlite_store.setup()
+            leases = await SqliteLeases.open(target, stack, lease_ttl, busy_timeout=busy_timeout)
+    except Exception as exc:
+        error = unavailable(exc, "the sqlite database")
+        if error is None or error is exc:
+            raise
+        raise error from exc
     return Storage(sqlite, sqlite_store, leases)
 
 

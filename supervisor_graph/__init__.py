@@ -23,6 +23,7 @@ from supervisor_graph.declaration.errors import (
     ModelCallError,
     NothingPendingError,
     PendingApprovalError,
+    StorageUnavailableError,
     SupervisorGraphError,
     ThreadBusyError,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "DelegationStartResult",
     "FinishChunk",
     "GenerateResult",
+    "StorageUnavailableError",
     "StructuredOutputError",
     "IterationContext",
     "IterationResult",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from supervisor_graph.agui.frontend import InputError
 from supervisor_graph.agui.interrupts import ResumeError
+from supervisor_graph.checkpointers.outages import unavailable
 from supervisor_graph.declaration.errors import (
     MissingAPIKeyError,
     NothingPendingError,
@@ -16,7 +17,11 @@ from supervisor_graph.declaration.errors import (
 )
 from supervisor_graph.nodes.decisions import DecisionError
 
-__all__ = ["RunRecord", "client_error"]
+__all__ = ["STORAGE_UNAVAILABLE_MESSAGE", "RunRecord", "client_error", "storage_outage"]
+
+STORAGE_UNAVAILABLE_MESSAGE = (
+    "The server's database is unavailable; nothing more of this run was saved. Try again in a few seconds."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +36,8 @@ class RunRecord:
 
 def client_error(exc: BaseException, resuming: bool) -> tuple[str, str]:
     """A code and a message safe to show a client (no stack trace, no provider text)."""
+    if storage_outage(exc):
+        return "STORAGE_UNAVAILABLE", STORAGE_UNAVAILABLE_MESSAGE
     if isinstance(exc, (ResumeError, InputError)):
         return exc.code, exc.message
     if isinstance(exc, DecisionError):  # e.g. edited args the tool's input schema refuses: its field errors
@@ -48,3 +55,17 @@ def client_error(exc: BaseException, resuming: bool) -> tuple[str, str]:
     if resuming and isinstance(exc, ValueError):
         return "INVALID_RESUME_PAYLOAD", "The resume payload does not fit what the paused tool expects; nothing was resumed."
     return "AGENT_ERROR", f"The agent failed ({type(exc).__name__}); the server's log has the details."
+
+
+def storage_outage(exc: BaseException) -> bool:
+    """Whether `exc`, or an error it was raised from (`raise ... from`), says the database
+    is unavailable (`StorageUnavailableError`, or a driver error that means it, raised
+    where nothing translated it)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if unavailable(current) is not None:
+            return True
+        seen.add(id(current))
+        current = current.__cause__
+    return False

@@ -123,9 +123,18 @@ def add_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, HTTPException)
         return refusal(exc.status_code, _HTTP_CODES.get(exc.status_code, "HTTP_ERROR"), exc.detail, exc.headers)
 
+    # the database is down (history, threads, state routes): 503 with a code, not a bare 500
+    from supervisor_graph.agui.outcomes import STORAGE_UNAVAILABLE_MESSAGE
+    from supervisor_graph.declaration.errors import StorageUnavailableError
+
+    async def storage_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+        return refusal(503, "STORAGE_UNAVAILABLE", STORAGE_UNAVAILABLE_MESSAGE, {"Retry-After": "2"})
+
     app.add_exception_handler(InputError, input_error)
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(StorageUnavailableError, storage_unavailable)
 
 
 # -- hosts -------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from supervisor_graph.checkpointers.outages import StorageUnavailableError
 from supervisor_graph.nodes.errors import ModelCallError, SupervisorGraphError
 from supervisor_graph.nodes.remote import RemoteNotResumableError
 
@@ -14,6 +15,7 @@ __all__ = [
     "NothingPendingError",
     "PendingApprovalError",
     "RemoteNotResumableError",
+    "StorageUnavailableError",
     "SupervisorGraphError",
     "ThreadBusyError",
 ]

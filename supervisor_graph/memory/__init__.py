@@ -2,3 +2,7 @@
 the thread lease, and stored agent versions.
 
 Imports point down only: declaration, nodes, checkpointers."""
+
+from supervisor_graph.checkpointers.postgres import PoolOptions
+
+__all__ = ["PoolOptions"]

@@ -4,7 +4,12 @@ memory's database (`checkpointers/leases.py`), so they hold across processes.
 
 A caller that finds the thread busy may wait its turn in the thread's queue instead
 (`wait_turn`, SPEC §29 double texting), asking the run that holds it to stop; a run's
-lease taken with `stoppable=True` hears such a request (`stop`, `stopped`)."""
+lease taken with `stoppable=True` hears such a request (`stop`, `stopped`).
+
+A run whose lease database went away (the renewal failed, or the process's poll of stop
+requests found the database unreachable) cannot save anything more: its lease records
+the `StorageUnavailableError` (`failure`) and wakes the run as a stop request would, and
+the run ends with that error instead of waiting for its next write."""
 
 from __future__ import annotations
 
@@ -14,8 +19,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from supervisor_graph.checkpointers.leases import Lease, Leases, new_owner
-from supervisor_graph.declaration.errors import ThreadBusyError
+from supervisor_graph.checkpointers.leases import LOST, Lease, Leases, new_owner
+from supervisor_graph.declaration.errors import StorageUnavailableError, ThreadBusyError
 
 __all__ = ["ThreadLease"]
 
@@ -25,7 +30,18 @@ log = logging.getLogger("supervisor_graph")
 class ThreadLease:
     """One run's lease on one thread."""
 
-    __slots__ = ("leases", "thread_id", "owner", "acquired", "_heartbeat", "_first_beat", "stop", "stopped", "waker")
+    __slots__ = (
+        "leases",
+        "thread_id",
+        "owner",
+        "acquired",
+        "_heartbeat",
+        "_first_beat",
+        "stop",
+        "stopped",
+        "waker",
+        "failure",
+    )
 
     def __init__(self, leases: Leases, thread_id: str, *, stoppable: bool = False) -> None:
         self.leases = leases
@@ -41,6 +57,8 @@ class ThreadLease:
         self.stopped: asyncio.Event | None = asyncio.Event() if stoppable else None
         # called at once when a stop is asked (`Run.until_aborted` cancels the run with it)
         self.waker: Callable[[], None] | None = None
+        # the lease database went away while the run held the thread (module docstring)
+        self.failure: StorageUnavailableError | None = None
 
     async def acquire(self) -> Lease:
         """Take the thread, or raise `ThreadBusyError` naming it."""
@@ -81,10 +99,23 @@ class ThreadLease:
             self.leases.watch(self.thread_id, self.owner, self._on_stop)
 
     def _on_stop(self, kind: str) -> None:
+        if kind == LOST:
+            self._lose(StorageUnavailableError("the memory's database became unreachable while the run held its thread"))
+            return
         if self.stop != "rollback":  # a rollback asked for is never weakened to an interrupt
             self.stop = kind
         assert self.stopped is not None
         self.stopped.set()
+        if self.waker is not None:
+            self.waker()
+
+    def _lose(self, error: StorageUnavailableError) -> None:
+        """End the run: its lease (and everything it would save) is out of reach."""
+        if self.failure is not None or self.acquired is None:
+            return
+        self.failure = error
+        if self.stopped is not None:
+            self.stopped.set()
         if self.waker is not None:
             self.waker()
 
@@ -98,6 +129,11 @@ class ThreadLease:
                 if not await self.leases.renew(self.thread_id, self.owner):
                     log.warning("the lease on thread %r was taken over while this run held it", self.thread_id)
                     return
+            except StorageUnavailableError as exc:
+                # unrenewed, the lease lapses and another run may take the thread: stop here
+                log.warning("renewing the lease on thread %r failed: %s; ending the run", self.thread_id, exc)
+                self._lose(exc)
+                return
             except Exception as exc:  # noqa: BLE001 - a missed renewal is retried next period
                 log.warning("renewing the lease on thread %r failed: %s", self.thread_id, type(exc).__name__)
             await asyncio.sleep(self.leases.ttl / 3)

@@ -16,8 +16,9 @@ from langgraph.store.base import BaseStore
 from pydantic import BaseModel
 
 from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE, namespaced_config
-from supervisor_graph.checkpointers.leases import DEFAULT_LEASE_TTL
+from supervisor_graph.checkpointers.leases import DEFAULT_BUSY_TIMEOUT, DEFAULT_LEASE_TTL
 from supervisor_graph.checkpointers.naming import split_thread_id
+from supervisor_graph.checkpointers.postgres import PoolOptions
 from supervisor_graph.checkpointers.sqlite import Synchronous
 from supervisor_graph.checkpointers.threads import ThreadRecord, list_threads, thread_metadata
 from supervisor_graph.checkpointers.urls import Storage, describe, is_shared_saver, open_storage
@@ -70,6 +71,15 @@ class Memory:
     `"normal"` (default; a checkpoint survives the process being killed, a power cut may
     lose the last ones) or `"full"` (an fsync per commit, about 0.3 ms each).
 
+    `pool` sizes the Postgres connection pool that the checkpointer, the store and the
+    leases share (`PoolOptions` or its dict: `min_size` 1, `max_size` 10, `timeout` 3 s
+    to wait for a free connection, `connect_timeout` 3 s); a broken connection is
+    replaced, so the process serves again as soon as its database is back.
+    `busy_timeout` is how long (seconds, 30 by default) a sqlite statement waits for a
+    file another connection holds locked. A database that cannot be reached (down, no
+    connection in time, a file locked beyond the busy wait, a full disk) raises
+    `StorageUnavailableError`.
+
     `working_memory` (SPEC §8) applies to the agents declared with this memory that do not
     declare their own `Agent(working_memory=...)`. `max_version_bytes` caps a stored
     version's definition (`memory.versions.save`, SPEC §13), serialized as JSON: 64 kB
@@ -90,8 +100,14 @@ class Memory:
         sqlite_synchronous: Synchronous = "normal",
         working_memory: WorkingMemory | dict[str, Any] | bool | None = None,
         max_version_bytes: int = MAX_DEFINITION_BYTES,
+        pool: PoolOptions | dict[str, Any] | None = None,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     ) -> None:
         self.kind = describe(storage)
+        self.pool = PoolOptions.model_validate(pool) if isinstance(pool, dict) else pool or PoolOptions()
+        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) or busy_timeout <= 0:
+            raise ValueError(f"busy_timeout must be a positive number of seconds, not {busy_timeout!r}")
+        self.busy_timeout = float(busy_timeout)
         if isinstance(max_version_bytes, bool) or not isinstance(max_version_bytes, int) or max_version_bytes < 1:
             raise ValueError(f"max_version_bytes must be a positive number of bytes, not {max_version_bytes!r}")
         self.max_version_bytes = max_version_bytes
@@ -146,9 +162,20 @@ class Memory:
             entry = self._by_loop.get(loop)
             if entry is None:
                 stack = AsyncExitStack()
-                opened = await open_storage(
-                    self.storage, stack, lease_ttl=self.lease_ttl, sqlite_synchronous=self.sqlite_synchronous
-                )
+                try:
+                    opened = await open_storage(
+                        self.storage,
+                        stack,
+                        lease_ttl=self.lease_ttl,
+                        sqlite_synchronous=self.sqlite_synchronous,
+                        pool_options=self.pool,
+                        busy_timeout=self.busy_timeout,
+                    )
+                except BaseException:
+                    # nothing is kept of a failed opening (a database that was down): the
+                    # next call opens afresh
+                    await stack.aclose()
+                    raise
                 closer = _close_with_loop(stack)
                 await closer.__anext__()
                 entry = self._by_loop[loop] = (opened, closer)

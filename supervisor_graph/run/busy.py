@@ -102,6 +102,8 @@ async def until_stopped(coro: Coroutine[Any, Any, T], lease: ThreadLease) -> tup
     assert lease.stopped is not None
     if lease.stopped.is_set():
         coro.close()
+        if lease.failure is not None:  # the database went away: the run cannot go on
+            raise lease.failure
         return None, True
     current = asyncio.current_task()
     assert current is not None
@@ -119,6 +121,8 @@ async def until_stopped(coro: Coroutine[Any, Any, T], lease: ThreadLease) -> tup
         if not stopping:
             raise
         current.uncancel()
+        if lease.failure is not None:
+            raise lease.failure from None
         return None, True
     finally:
         lease.waker = None

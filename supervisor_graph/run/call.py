@@ -9,6 +9,7 @@ repair, ephemeral storage, background hosts) never call back into it."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 import weakref
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from supervisor_graph.background.host import RunBackground
 from supervisor_graph.background.outcomes import outcomes
+from supervisor_graph.declaration.errors import StorageUnavailableError
 from supervisor_graph.declaration.models import check_credentials, model_strings
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.memory.versions import RunVersions
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["CallConfig", "Run", "answer_outcomes", "host_background"]
 
 T = TypeVar("T")
+log = logging.getLogger("supervisor_graph")
 
 
 class CallConfig(BaseModel):
@@ -282,8 +285,8 @@ class Run:
             if aborted:
                 values = await self.repair()
             return await self.finish(values, aborted)
-        except Exception:
-            await self.repair("error")
+        except Exception as exc:
+            await self.repair_after(exc)
             raise
         finally:
             await self.release()
@@ -299,6 +302,8 @@ class Run:
             return await until_stopped(coro, lease)
         if any(signal.is_set() for signal in signals):
             coro.close()
+            if lease is not None and lease.failure is not None:  # the database went away
+                raise lease.failure
             return None, True
         task = asyncio.ensure_future(coro)
         waiters = [asyncio.ensure_future(signal.wait()) for signal in signals]
@@ -314,6 +319,8 @@ class Run:
             await task
         except asyncio.CancelledError:
             pass
+        if lease is not None and lease.failure is not None:
+            raise lease.failure
         return None, True
 
     # -- 3. the result ------------------------------------------------------------------
@@ -359,6 +366,18 @@ class Run:
             return None
         return await close_unanswered(self.graph, self.config, lambda call: ABORTED_TOOL_TEXT, reason)
 
+    async def repair_after(self, exc: Exception) -> None:
+        """`repair("error")` after the run failed with `exc`, unless the database is what
+        failed: the repair could not be saved either, and the lease, once it lapses, tells
+        the next run to repair the thread (SPEC §19). A repair that fails is logged, so
+        the run's own error is the one its caller sees."""
+        if isinstance(exc, StorageUnavailableError):
+            return
+        try:
+            await self.repair("error")
+        except StorageUnavailableError as error:
+            log.warning("run %s: its thread could not be repaired now (%s); the next run repairs it", self.run_id, error)
+
     @property
     def abort_reason(self) -> Any:
         """Why the run was aborted: the abort signal's reason, or the new message's."""
@@ -369,8 +388,14 @@ class Run:
     # -- 4. release -----------------------------------------------------------------------
 
     async def release(self, *, ran: bool = True) -> None:
+        """Give the thread back. With its database unreachable the lease stays until its
+        ttl runs out, and the run that takes it then repairs the thread (SPEC §19): a
+        warning, not an error that would hide how the run ended."""
         if self.lease is not None:
-            await self.lease.release(ran=ran, waiting=self.waiting if ran else None)
+            try:
+                await self.lease.release(ran=ran, waiting=self.waiting if ran else None)
+            except StorageUnavailableError as exc:
+                log.warning("run %s could not release thread %r (%s); its lease lapses in %g s", self.run_id, self.thread_id, exc, self.lease.leases.ttl)
 
 
 def host_background(agent: Agent, opened: Any, thread_id: str, resource_id: str | None) -> RunBackground:

@@ -136,14 +136,16 @@ class AgentStream:
         except BaseException as exc:  # surfaced to readers as an error chunk and by result()
             self._error = exc
             if isinstance(exc, Exception):
-                await run.repair("error")
+                await run.repair_after(exc)
             emit(make_chunk("error", {"error": type(exc).__name__, "message": str(exc)}, run.run_id, (run.agent.id,)))
             if not isinstance(exc, Exception):
                 raise
         finally:
-            await run.release()
-            self._done = True
-            self._changed.set()
+            try:
+                await run.release()
+            finally:  # readers wait for this, whatever the release did
+                self._done = True
+                self._changed.set()
 
     def _finish(self, result: GenerateResult, announce: list[PendingItem] | None = None) -> None:
         """End the stream with `result`: a chunk per approval or suspended tool it waits

@@ -1,0 +1,251 @@
+"""Postgres through a connection pool that survives its database (issue 46).
+
+One `StoragePool` (psycopg_pool's `AsyncConnectionPool`) per `Memory` and event loop
+serves the checkpointer, the store and the thread leases; each statement takes a
+connection for itself and gives it back. When the database goes away and comes back,
+the pool replaces its broken connections, and the process serves again without a
+restart.
+
+What the pool adds to psycopg_pool's own:
+
+- A health check at each checkout that costs no round trip: an idle connection's socket
+  has nothing to say, so one that is readable (the server's "terminating connection"
+  message, or its end of file after a restart) is checked with
+  `AsyncConnectionPool.check_connection` (one round trip), and thrown away when that
+  fails. A checkout never waits on a connection the server already closed. (The pool's
+  own `check=` hook would pay a round trip at every checkout, and sleeps a second or more
+  between two broken connections.)
+- Failing fast during an outage. Once a connection was found broken (or none could be
+  had in time), the pool knows the database is down: a checkout first tries one
+  connection of its own (refused at once while the server is down), so a run fails in
+  milliseconds with `StorageUnavailableError` instead of waiting for a connection that
+  will not come; tries are at least `PROBE_INTERVAL` apart, the callers in between fail
+  at once. The first try that connects ends the outage.
+- Reconnects that keep up with the database: psycopg_pool retries a failed connection
+  with an exponential backoff (1, 2, 4, ... seconds), so a pool whose database came back
+  after a minute could wait another minute to notice. Here a retry gives up after
+  `RECONNECT_TIMEOUT` (psycopg_pool's `reconnect_timeout`), and the next checkout asks
+  for a new connection, tried at once.
+
+Connections are made with `connect_timeout` and TCP keepalives (an unreachable host, not
+only a refused port, fails within seconds), `autocommit=True`, `prepare_threshold=0` and
+`row_factory=dict_row`, the settings LangGraph's own savers use; anything the URL sets
+itself wins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import select
+import time
+from contextlib import AsyncExitStack, nullcontext
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from supervisor_graph.checkpointers.outages import (
+    SAVER_METHODS,
+    Reason,
+    StorageUnavailableError,
+    translating,
+    unavailable,
+)
+
+__all__ = [
+    "PROBE_INTERVAL",
+    "RECONNECT_TIMEOUT",
+    "PoolOptions",
+    "open_pool",
+    "pooled_saver",
+    "pooled_store",
+    "wait_setup_lock",
+]
+
+log = logging.getLogger(__name__)
+
+# seconds between two tries of a down database by a pool's checkouts
+PROBE_INTERVAL = 0.25
+# seconds psycopg_pool keeps retrying one lost connection (its backoff) before giving up
+RECONNECT_TIMEOUT = 1.0
+# TCP keepalives: a silent peer (host gone, network cut) is found dead in ~20 s
+_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 3, "keepalives_count": 3}
+
+WHAT = "the Postgres database"
+
+
+class PoolOptions(BaseModel):
+    """How `Memory(storage="postgresql://...")` pools its connections (`Memory(pool=...)`).
+
+    One pool per `Memory` and event loop (a `serve` worker has one) serves the
+    checkpointer, the store and the thread leases; each statement holds a connection
+    only while it runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_size: int = Field(default=1, ge=1, description="Connections kept open while idle.")
+    max_size: int = Field(
+        default=10, ge=2, description="Connections at most (schema set-up holds one while it uses another)."
+    )
+    timeout: float = Field(
+        default=3.0,
+        gt=0,
+        description="Seconds a statement waits for a free connection before `StorageUnavailableError`.",
+    )
+    connect_timeout: int = Field(
+        default=3, ge=2, description="Seconds a new connection may take (libpq's connect_timeout, 2 at least)."
+    )
+
+    @model_validator(mode="after")
+    def _sizes(self) -> PoolOptions:
+        if self.max_size < self.min_size:
+            raise ValueError(f"max_size ({self.max_size}) is below min_size ({self.min_size})")
+        return self
+
+
+def _connection_kwargs(url: str, options: PoolOptions) -> dict[str, Any]:
+    from psycopg.conninfo import conninfo_to_dict
+    from psycopg.rows import dict_row
+
+    given = conninfo_to_dict(url)
+    wanted: dict[str, Any] = {"connect_timeout": options.connect_timeout, **_KEEPALIVES}
+    kwargs = {key: value for key, value in wanted.items() if key not in given}
+    return {**kwargs, "autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+
+
+def _has_news(conn: Any) -> bool:
+    """Whether an idle connection's socket is readable (the server closed it, or said
+    something unasked); a poll, no round trip."""
+    try:
+        fd = conn.pgconn.socket
+    except Exception:  # noqa: BLE001 - closed: libpq has no socket to give
+        return True
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
+
+
+def _pool_class() -> type:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+    class StoragePool(AsyncConnectionPool[Any]):
+        """`AsyncConnectionPool` with the checkout described in the module docstring."""
+
+        _down_since: float | None = None
+        _last_try: float = 0.0
+        # what a try of the database connects with (the pool's own conninfo may be a callable)
+        probe_url: str = ""
+        probe_kwargs: dict[str, Any] = {}  # noqa: RUF012 - replaced per pool, never mutated
+
+        async def getconn(self, timeout: float | None = None) -> Any:
+            deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+            while True:
+                if self._down_since is not None:
+                    await self._try_database()
+                try:
+                    conn = await super().getconn(max(0.0, deadline - time.monotonic()))
+                except PoolTimeout as exc:
+                    reason: Reason = "unreachable" if self._down_since is not None else "timeout"
+                    raise StorageUnavailableError(
+                        f"{WHAT} is unavailable (no connection in {self.timeout:g} s); try again once it is back", reason
+                    ) from exc
+                if not _has_news(conn):
+                    return conn
+                try:
+                    await AsyncConnectionPool.check_connection(conn)
+                    return conn
+                except Exception:  # noqa: BLE001 - broken: replaced below, the outage noted
+                    self._went_down()
+                    await self.putconn(conn)  # a broken connection is discarded and replaced
+                if time.monotonic() >= deadline:
+                    raise StorageUnavailableError(f"{WHAT} is unavailable (no connection); try again once it is back")
+
+        async def putconn(self, conn: Any) -> None:
+            if conn.broken:  # lost in use: the server went away (or was restarted)
+                self._went_down()
+            await super().putconn(conn)
+
+        def _went_down(self) -> None:
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+                log.warning("the Postgres database is unreachable; statements fail until it is back")
+
+        async def _try_database(self) -> None:
+            """During an outage: connect once ourselves (at most every PROBE_INTERVAL), and
+            fail at once while the database refuses."""
+            now = time.monotonic()
+            if now - self._last_try < PROBE_INTERVAL:
+                raise StorageUnavailableError(f"{WHAT} is unavailable (no connection); try again once it is back")
+            self._last_try = now
+            try:
+                probe = await AsyncConnection.connect(self.probe_url, **self.probe_kwargs)
+            except Exception as exc:
+                error = unavailable(exc, WHAT) or StorageUnavailableError(
+                    f"{WHAT} is unavailable (no connection); try again once it is back"
+                )
+                raise error from exc
+            await probe.close()
+            down_for = now - (self._down_since or now)
+            self._down_since = None
+            log.warning("the Postgres database is back after %.1f s", down_for)
+
+    return StoragePool
+
+
+_StoragePool: type | None = None
+
+
+async def open_pool(url: str, options: PoolOptions, stack: AsyncExitStack) -> Any:
+    """An open `StoragePool` on `url`, closed by `stack`; `StorageUnavailableError` when
+    no connection can be made within the pool's timeout."""
+    global _StoragePool
+    if _StoragePool is None:
+        _StoragePool = _pool_class()
+    kwargs = _connection_kwargs(url, options)
+    pool = _StoragePool(
+        url,
+        kwargs=kwargs,
+        min_size=options.min_size,
+        max_size=options.max_size,
+        timeout=options.timeout,
+        reconnect_timeout=RECONNECT_TIMEOUT,
+        name="supervisor-graph",
+        open=False,
+    )
+    pool.probe_url, pool.probe_kwargs = url, kwargs
+    stack.push_async_callback(pool.close, 5.0)
+    try:
+        await pool.open(wait=True, timeout=max(options.timeout, float(options.connect_timeout)))
+    except Exception as exc:
+        error = unavailable(exc, WHAT)
+        if error is None:
+            raise
+        raise error from exc
+    return pool
+
+
+def pooled_saver(saver_class: type) -> type:
+    """`saver_class` (an `AsyncPostgresSaver`) over a pool: outages raised as
+    `StorageUnavailableError`, and no lock around its statements (the saver's `lock`
+    serialises the statements of one shared connection; each pooled statement has a
+    connection of its own)."""
+
+    class PooledSaver(translating(saver_class, SAVER_METHODS, WHAT)):  # type: ignore[misc]
+        def __init__(self, conn: Any, *args: Any, **kwargs: Any) -> None:
+            super().__init__(conn, *args, **kwargs)
+            self.lock = nullcontext()
+
+    PooledSaver.__name__ = PooledSaver.__qualname__ = f"Pooled{saver_class.__name__}"
+    return PooledSaver
+
+
+def pooled_store(store_class: type) -> type:
+    """`store_class` (an `AsyncPostgresStore`) whose batches raise outages as
+    `StorageUnavailableError` (every read and write of the store is a batch)."""
+    return translating(store_class, ("setup", "abatch"), WHAT)
+
+
+async def wait_setup_lock(conn: Any, key: int) -> None:
+    """Take the advisory lock `key` on `conn`, polling (see `urls.open_storage`)."""
+    while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,))).fetchone())["ok"]:
+        await asyncio.sleep(0.05)
