@@ -6,7 +6,9 @@ of the host the request named, with `Cache-Control` and an `ETag` (a matching
 readable without it and declares the bearer scheme that every JSON-RPC call needs.
 `POST /a2a` (and `/a2a/`, the same endpoint) is the SDK's JSON-RPC endpoint (1.0
 method names and, through the SDK's compatibility layer, the 0.3 ones: `message/send`,
-`message/stream`, `tasks/get`, `tasks/cancel`).
+`message/stream`, `tasks/get`, `tasks/cancel`), behind a body check of ours and with
+its errors in our words (`dispatch.py`): a hostile body gets a JSON-RPC error, never a
+500 or Python's exception text.
 
 Tasks live in the agent's memory (`tasks.py`): on a sqlite file or Postgres they
 outlive the process, and each belongs to the user who created it. The app's `Guard`
@@ -20,7 +22,6 @@ import json
 from typing import Any, Literal
 
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_jsonrpc_routes
 from a2a.server.tasks import TaskStore
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from fastapi import FastAPI, Request
@@ -29,6 +30,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from supervisor_graph.a2a.card import agent_card, card_json
+from supervisor_graph.a2a.dispatch import SafeRequestHandler, jsonrpc_routes
 from supervisor_graph.a2a.executor import SupervisorExecutor
 from supervisor_graph.a2a.tasks import MemoryTaskStore, TaskContextBuilder, resource_owner
 from supervisor_graph.agui.agent import AGUIAgent
@@ -63,7 +65,7 @@ def add_a2a_routes(
         task_store = MemoryTaskStore(_store_of(bridge), resource_owner(bridge.resource_id))
     executor = SupervisorExecutor(bridge, task_store)
     placeholder = agent_card(bridge.agent, f"http://127.0.0.1{path}", compat=compat)
-    handler = DefaultRequestHandler(
+    handler = SafeRequestHandler(
         agent_executor=executor,
         task_store=task_store,
         agent_card=placeholder,
@@ -84,8 +86,7 @@ def add_a2a_routes(
     app.add_api_route(AGENT_CARD_WELL_KNOWN_PATH, card, methods=["GET"], include_in_schema=False)
     # `/a2a/` is the same endpoint, not a redirect: a POST that follows a 307 is one
     # round trip more, and some clients do not follow it
-    for url in (path, path.rstrip("/") + "/"):
-        app.router.routes.extend(create_jsonrpc_routes(handler, rpc_url=url, enable_v0_3_compat=True))
+    app.router.routes.extend(jsonrpc_routes(handler, [path, path.rstrip("/") + "/"]))
     app.state.a2a_handler = handler
     return handler
 

@@ -52,9 +52,10 @@ from mcp.types import (
 )
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from supervisor_graph.agui.agent import AGUIAgent
+from supervisor_graph.agui.jsonrpc import with_checked_body
 from supervisor_graph.agui.serving import DEFAULT_MAX_THREAD_ID_LENGTH, thread_id_problem
 from supervisor_graph.mcp.progress import ProgressReporter
 from supervisor_graph.run.busy import OnBusy
@@ -125,7 +126,7 @@ def _paused_text(waiting: list[dict[str, Any]], thread_id: str, base_url: str, a
     return "\n".join(lines)
 
 
-def _token_problem(body: bytes) -> JSONResponse | None:
+def _token_problem(message: dict[str, Any]) -> JSONResponse | None:
     """The JSON-RPC error for a request whose `_meta.progressToken` is neither a string
     nor an integer (None: the request is fine, or not ours to judge).
 
@@ -135,58 +136,40 @@ def _token_problem(body: bytes) -> JSONResponse | None:
     wrong types and quietly turn `true` into `1`, so the client would get progress for a
     token it never sent. Refusing up front loses no run: none has started.
     `"progressToken": null` is no token (the SDK reads it so too)."""
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None  # the SDK answers a parse error
-    params = message.get("params") if isinstance(message, dict) else None
+    params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     if token is None or (isinstance(token, str | int) and not isinstance(token, bool)):
         return None
     error = {
         "code": INVALID_PARAMS,
-        "message": f"Invalid params: _meta.progressToken must be a string or an integer, not {json.dumps(token)}",
+        "message": f"Invalid params: _meta.progressToken must be a string or an integer, not {json.dumps(token)[:80]}",
     }
     return JSONResponse({"jsonrpc": "2.0", "id": message.get("id"), "error": error})
 
 
-async def _read_body(receive: Receive) -> tuple[bytes, list[Message]]:
-    """The request's body, and the messages read to get it (to hand on unchanged)."""
-    chunks: list[bytes] = []
-    messages: list[Message] = []
-    while True:
-        message = await receive()
-        messages.append(message)
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks), messages
-
-
 class _Handler:
-    """The ASGI app of the `/mcp` route: checks a POST's progress token, then hands the
-    request to the session manager."""
+    """The ASGI app of the `/mcp` route: a POST's body is checked first (`agui.jsonrpc`:
+    parse errors, wrong types and bad progress tokens get a JSON-RPC error of ours, HTTP
+    400 as the SDK answers its own), then the request goes to the session manager."""
 
     def __init__(self, server: FastMCP) -> None:
         self.server = server
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("method") == "POST":
-            # the app's Guard has capped the body's size already
-            body, read = await _read_body(receive)
-            refused = _token_problem(body)
-            if refused is not None:
-                await refused(scope, receive, send)
-                return
-            outer = receive
+        if scope.get("method") != "POST":
+            await self.server.session_manager.handle_request(scope, receive, send)
+            return
+        # MCP clients post responses to the server's requests too; MCP ids are never null
+        await with_checked_body(
+            scope, receive, send, self._checked, status=400, responses=True, null_id=False, null_params=True
+        )
 
-            async def replay() -> Message:
-                return read.pop(0) if read else await outer()
-
-            receive = replay
+    async def _checked(self, message: dict[str, Any], scope: Scope, receive: Receive, send: Send) -> None:
+        refused = _token_problem(message)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
         await self.server.session_manager.handle_request(scope, receive, send)
 
 
