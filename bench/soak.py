@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import random
@@ -125,6 +126,7 @@ def _trace(folder: str) -> None:
     def loop() -> None:
         time.sleep(60)
         base = tracemalloc.take_snapshot()
+        counts = Counter(type(o).__qualname__ for o in gc.get_objects())
         while True:
             time.sleep(60)
             now = tracemalloc.take_snapshot()
@@ -133,9 +135,26 @@ def _trace(folder: str) -> None:
             for stat in top:
                 lines.append(f"{stat.size_diff / 1024:+.0f} KiB {stat.count_diff:+d} blocks")
                 lines.extend(f"    {frame}" for frame in stat.traceback.format()[-12:])
+            lines.extend(_object_counts(counts))
             Path(folder, f"trace-{os.getpid()}.txt").write_text("\n".join(lines) + "\n")
 
     threading.Thread(target=loop, daemon=True).start()
+
+
+def _object_counts(base: Counter[str]) -> list[str]:
+    """The object types whose count grew most since `base`, and what the caches of this
+    process hold (the delta cache's threads, the bridge's per-thread maps)."""
+    objects = gc.get_objects()
+    now = Counter(type(o).__qualname__ for o in objects)
+    lines = ["# object counts, growth since the first minute"]
+    lines += [f"{n:+d} {name}" for name, n in (now - base).most_common(25)]
+    for o in objects:
+        threads = getattr(o, "__dict__", {}).get("_sg_delta_threads") if hasattr(o, "__dict__") else None
+        if threads is not None:
+            lines.append(f"# delta cache of {type(o).__name__}: {len(threads)} threads, {sum(t.size for t in threads.values())} units")
+        if type(o).__name__ == "AGUIAgent":
+            lines.append(f"# AGUIAgent: stopping {len(o._stopping)}, settling {len(o._settling)}, controllers {len(o._controllers)}")
+    return lines
 
 
 if os.environ.get(TRACE_ENV) and os.environ.get(STORAGE_ENV):

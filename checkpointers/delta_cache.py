@@ -19,6 +19,13 @@ are always those the saver would give.
 A thread's first run loads no history, and most threads of a busy server see one run:
 a thread is followed only from its first load (its second turn walks the saver's way),
 so a single-run thread costs the cache one lookup per write.
+
+The cache is bounded per process (issue 46: a served worker following every thread it
+had loaded grew ~20 MB a minute): threads are kept least recently used first, within
+`delta_cache_bytes` (an estimate of the memory the kept messages take, about 1.8 KB for
+a short decoded message, measured) and `delta_cache_threads`. The budget is checked on
+every change, not only on loads: a thread loaded once and then written by this process
+alone (its later turns on another worker) ages out like the others.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, PendingWrite
 
@@ -44,6 +52,15 @@ DELTA_REDUCERS: dict[str, Callable[[Any, list[Any]], Any]] = {}
 _UNKNOWN = "\x00unknown"  # parent of a checkpoint whose writes arrived before it
 
 
+# Budget units are estimated bytes: a decoded message with short text and a tool call
+# takes ~1.8 KB (tracemalloc over 5,000 decoded messages), plus its text; whatever else
+# a channel holds, and each node and thread entry, a flat amount.
+_MESSAGE_BYTES = 1536
+_VALUE_BYTES = 256
+_NODE_BYTES = 512
+_THREAD_BYTES = 1024
+
+
 @dataclass(slots=True)
 class _Node:
     parent: str | None
@@ -51,19 +68,22 @@ class _Node:
     writes: dict[tuple[str, str, int], PendingWrite] = field(default_factory=dict)
     seeds: dict[str, Any] = field(default_factory=dict)
     history: dict[str, DeltaChannelHistory] | None = None
+    history_size: int = 0  # estimated bytes of `history`
+    size: int = _NODE_BYTES  # estimated bytes of the writes, seeds and history held here
 
 
 @dataclass(slots=True)
 class _Thread:
     nodes: dict[str, _Node] = field(default_factory=dict)
-    size: int = 0
+    size: int = _THREAD_BYTES  # its nodes' sizes and its own entry
 
 
 class DeltaHistoryCache:
     """Mixin for a `BaseCheckpointSaver`; see the module docstring."""
 
     delta_channels: frozenset[str] = frozenset({"messages", "compaction"})  # nodes/state.py, nodes/compaction.py
-    delta_cache_writes: int = 200_000  # writes kept in all threads together
+    delta_cache_bytes: int = 16 * 1024 * 1024  # estimated memory of all threads kept together
+    delta_cache_threads: int = 2_000
     # Integer channel versions instead of the savers' 52-character strings (a counter
     # plus a random suffix), which make up half of every checkpoint. Only for savers that
     # keep versions inside the checkpoint (sqlite, in-memory); Postgres keys blobs by them.
@@ -78,7 +98,19 @@ class DeltaHistoryCache:
         threads = self.__dict__.get("_sg_delta_threads")
         if threads is None:
             threads = self.__dict__["_sg_delta_threads"] = OrderedDict()
+            self.__dict__["_sg_delta_size"] = 0
         return threads  # type: ignore[no-any-return]
+
+    @property
+    def delta_cache_size(self) -> int:
+        """Estimated bytes the cache holds now (all threads)."""
+        return int(self.__dict__.get("_sg_delta_size", 0))
+
+    def _grow(self, thread: _Thread, node: _Node | None, by: int) -> None:
+        thread.size += by
+        if node is not None:
+            node.size += by
+        self.__dict__["_sg_delta_size"] = self.delta_cache_size + by
 
     def _sg_thread(self, config: RunnableConfig, *, start: bool = False) -> tuple[str, _Thread] | None:
         """The thread's entry; None for a delegation's namespace (fresh per delegation:
@@ -97,6 +129,7 @@ class DeltaHistoryCache:
             if not start:
                 return None
             thread = threads[key] = _Thread()
+            self.__dict__["_sg_delta_size"] = self.delta_cache_size + thread.size
         threads.move_to_end(key)
         return key, thread
 
@@ -105,11 +138,18 @@ class DeltaHistoryCache:
         # stored while the checkpoint itself is still being stored.
         found = self._sg_thread(config)
         if found is not None:
+            key, thread = found
             parent = (config.get("configurable") or {}).get("checkpoint_id")
             values = checkpoint["channel_values"]
-            node = found[1].nodes.setdefault(checkpoint["id"], _Node(parent=parent))
+            node = thread.nodes.get(checkpoint["id"])
+            if node is None:
+                node = thread.nodes[checkpoint["id"]] = _Node(parent=parent)
+                self._grow(thread, None, node.size)
             node.parent = parent
             node.seeds = {ch: values[ch] for ch in self.delta_channels if ch in values}
+            if node.seeds:  # a snapshot: the channel's whole value
+                self._grow(thread, node, sum(_bytes(v) for v in node.seeds.values()))
+            self._evict(key)
         return await super().aput(config, checkpoint, metadata, new_versions)  # type: ignore[misc,no-any-return]
 
     async def aput_writes(
@@ -122,18 +162,26 @@ class DeltaHistoryCache:
         checkpoint_id = (config.get("configurable") or {}).get("checkpoint_id")
         if not checkpoint_id:
             return
-        node = found[1].nodes.get(checkpoint_id)
+        thread_key, thread = found
+        node = thread.nodes.get(checkpoint_id)
         if node is None:
-            node = found[1].nodes[checkpoint_id] = _Node(parent=_UNKNOWN)
+            node = thread.nodes[checkpoint_id] = _Node(parent=_UNKNOWN)
+            self._grow(thread, None, node.size)
+        added = 0
         for idx, (channel, value) in enumerate(writes):
             if channel in self.delta_channels:
                 key = (task_path, task_id, WRITES_IDX_MAP.get(channel, idx))
                 if key not in node.writes:  # savers keep the first write of a (task, idx)
                     node.writes[key] = (task_id, channel, value)
-                    found[1].size += 1
+                    added += _bytes(value)
+        if added:
+            self._grow(thread, node, added)
+        self._evict(thread_key)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        self._sg_threads().pop(str(thread_id), None)
+        dropped = self._sg_threads().pop(str(thread_id), None)
+        if dropped is not None:
+            self.__dict__["_sg_delta_size"] = self.delta_cache_size - dropped.size
         await super().adelete_thread(thread_id)  # type: ignore[misc]
 
     async def aget_delta_channel_history(
@@ -145,71 +193,95 @@ class DeltaHistoryCache:
             return await super().aget_delta_channel_history(config=config, channels=channels)  # type: ignore[misc,no-any-return]
         key, thread = found
         node = thread.nodes.get(target_id)
-        result = self._walk(thread, node, channels) if node is not None else None
-        if result is None:
+        walked = self._walk(thread, node, channels) if node is not None else None
+        if walked is None:
             result = dict(await super().aget_delta_channel_history(config=config, channels=channels))  # type: ignore[misc]
+            # one pass over what the saver has just decoded, far cheaper than decoding it
+            size = sum(_history_bytes(h) for h in result.values())
             if node is None:
                 node = thread.nodes[target_id] = _Node(parent=None)
+                self._grow(thread, None, node.size)
                 # writes already stored on the target (a run resumed after a pause)
                 tup = await self.aget_tuple(config)  # type: ignore[attr-defined]
                 for write in tup.pending_writes if tup is not None else ():
                     if write[1] in self.delta_channels:
                         node.writes[("", "", len(node.writes))] = write  # keep the saver's order
+                        self._grow(thread, node, _bytes(write[2]))
+        else:
+            result, size = walked
         assert node is not None
         node.history = result = {ch: _fold(ch, h) for ch, h in result.items()}
+        node.history_size = size
         self._prune(thread, node)
         self._evict(key)
         return {ch: _copy(h) for ch, h in result.items()}
 
-    def _walk(self, thread: _Thread, target: _Node, channels: Sequence[str]) -> dict[str, DeltaChannelHistory] | None:
+    def _walk(
+        self, thread: _Thread, target: _Node, channels: Sequence[str]
+    ) -> tuple[dict[str, DeltaChannelHistory], int] | None:
         """LangGraph's ancestor walk, over what this process stored: writes of each
         ancestor from the target's parent up, until a known history, a snapshot or the
-        root."""
+        root. With the history, its estimated size (the known part's, plus the writes
+        walked: no pass over the conversation)."""
         if target.history is not None:  # computed for these channels? (a reader may know fewer)
-            return target.history if all(ch in target.history for ch in channels) else None
+            return (target.history, target.history_size) if all(ch in target.history for ch in channels) else None
         newest_first: list[PendingWrite] = []
+        walked = 0
         cursor = target.parent
         while cursor is not None:
             node = thread.nodes.get(cursor)
             if node is None or node.parent == _UNKNOWN:
                 return None
-            newest_first.extend(node.writes[k] for k in sorted(node.writes, reverse=True))
+            mine = [node.writes[k] for k in sorted(node.writes, reverse=True)]
+            newest_first.extend(mine)
+            walked += sum(_bytes(w[2]) for w in mine if w[1] in channels)
             if node.history is not None:
+                if not all(ch in node.history for ch in channels):
+                    return None
                 return {
                     ch: {**_copy(h), "writes": [*h["writes"], *(w for w in reversed(newest_first) if w[1] == ch)]}
                     for ch, h in node.history.items()
                     if ch in channels
-                } if all(ch in node.history for ch in channels) else None
+                }, node.history_size + walked
             if any(ch in node.seeds for ch in channels):
                 if not all(ch in node.seeds for ch in channels):
                     return None
                 return {
                     ch: {"seed": node.seeds[ch], "writes": [w for w in reversed(newest_first) if w[1] == ch]}
                     for ch in channels
-                }
+                }, sum(_bytes(node.seeds[ch]) for ch in channels) + walked
             cursor = node.parent
-        return {ch: {"writes": [w for w in reversed(newest_first) if w[1] == ch]} for ch in channels}
+        return {ch: {"writes": [w for w in reversed(newest_first) if w[1] == ch]} for ch in channels}, walked
 
     def _prune(self, thread: _Thread, node: _Node) -> None:
-        """Ancestors of a node with a known history are never walked again."""
+        """Ancestors of a node with a known history are never walked again: they go, and
+        the node's size becomes its history's."""
         cursor, node.parent = node.parent, None
+        freed = 0
         while cursor is not None:
             ancestor = thread.nodes.pop(cursor, None)
             if ancestor is None:
                 break
+            freed += ancestor.size
             cursor = ancestor.parent
-        history = sum(_size(h) for n in thread.nodes.values() if n.history for h in n.history.values())
-        thread.size = history + sum(len(n.writes) for n in thread.nodes.values())
+        # the node now holds its history (earlier nodes' histories went with them) and
+        # its own writes; the seeds of a snapshot it was stored with are in the history
+        size = _NODE_BYTES + node.history_size + sum(_bytes(w[2]) for w in node.writes.values())
+        self._grow(thread, None, size - node.size - freed)
+        node.size = size
 
     def _evict(self, keep: str) -> None:
-        threads = self._sg_threads()
-        total = sum(t.size for t in threads.values())
-        while total > self.delta_cache_writes and len(threads) > 1:
+        """Least recently used threads out until the cache is within its budget (`keep`,
+        the thread being used, stays)."""
+        threads = self.__dict__.get("_sg_delta_threads")
+        if threads is None:
+            return
+        while (self.delta_cache_size > self.delta_cache_bytes or len(threads) > self.delta_cache_threads) and len(threads) > 1:
             key, dropped = threads.popitem(last=False)
             if key == keep:
                 threads[key] = dropped
                 continue
-            total -= dropped.size
+            self.__dict__["_sg_delta_size"] = self.delta_cache_size - dropped.size
 
 
 def _copy(history: DeltaChannelHistory) -> DeltaChannelHistory:
@@ -233,10 +305,22 @@ def _fold(channel: str, history: DeltaChannelHistory) -> DeltaChannelHistory:
     return {"seed": reducer([] if base is None else base, [w[2] for w in writes]), "writes": []}
 
 
-def _size(history: DeltaChannelHistory) -> int:
-    """Cache budget units: writes, and the items of a folded seed."""
-    seed = history.get("seed")
-    return len(history["writes"]) + (len(seed) if isinstance(seed, list) else 0)
+def _bytes(value: Any) -> int:
+    """Estimated memory of a channel value or write: messages by their text, the rest flat."""
+    if isinstance(value, BaseMessage):
+        content = value.content
+        if isinstance(content, str):
+            return _MESSAGE_BYTES + len(content)
+        return _MESSAGE_BYTES + sum(len(part) if isinstance(part, str) else _VALUE_BYTES for part in content)
+    if isinstance(value, list | tuple):
+        return sum(_bytes(item) for item in value)
+    if isinstance(value, DeltaSnapshot):
+        return _bytes(value.value)
+    return _VALUE_BYTES
+
+
+def _history_bytes(history: DeltaChannelHistory) -> int:
+    return sum(_bytes(w[2]) for w in history["writes"]) + _bytes(history.get("seed"))
 
 
 def with_delta_cache(cls: type[BaseCheckpointSaver], *, compact_versions: bool = False) -> type[BaseCheckpointSaver]:

@@ -127,3 +127,46 @@ async def test_a_thread_is_followed_from_its_first_load(tmp_path, kind: str) -> 
     assert list(saver.__dict__["_sg_delta_threads"]) == ["two"]
     assert len(await memory.get_messages("two")) == 5 * 4 and len(await memory.get_messages("one")) == 5
     await memory.aclose()
+
+
+async def test_the_cache_stays_within_its_budget_of_bytes_and_threads(tmp_path) -> None:
+    """Issue 46: a served worker followed every thread it had loaded until 200,000 writes
+    (hundreds of MB). Threads now leave least recently used first, whichever limit is hit,
+    and loads still give the saver's answer."""
+    memory = Memory(storage=f"file:{tmp_path / 'b.db'}")
+    parent = agent(memory)
+    saver = await memory.checkpointer()
+    saver.delta_cache_bytes = 60_000  # a few threads' worth: two turns are ~10 messages of ~1.6 KB
+    for n in range(12):
+        for turn in range(3):
+            await parent.generate(f"turn {turn}", memory={"thread": f"t{n}"})
+        threads = saver.__dict__["_sg_delta_threads"]
+        assert saver.delta_cache_size == sum(t.size for t in threads.values())
+        assert saver.delta_cache_size <= saver.delta_cache_bytes or len(threads) == 1
+    assert 1 < len(threads) < 12 and "t11" in threads and "t0" not in threads
+    assert [len(await memory.get_messages(f"t{n}")) for n in (0, 11)] == [15, 15]
+    saver.delta_cache_threads = 2
+    await parent.generate("again", memory={"thread": "t5"})
+    await parent.generate("again", memory={"thread": "t5"})
+    assert list(saver.__dict__["_sg_delta_threads"])[-1] == "t5" and len(saver.__dict__["_sg_delta_threads"]) <= 2
+    assert [m.content for m in await memory.get_messages("t5")][-1].startswith("answer")
+    await memory.aclose()
+
+
+async def test_writes_after_a_load_count_against_the_budget(tmp_path) -> None:
+    """A thread loaded once and then only written (its next loads elsewhere) grows the
+    cache's size with each write, and the budget is enforced on writes too."""
+    memory = Memory(storage=f"file:{tmp_path / 'w.db'}")
+    parent = agent(memory)
+    saver = await memory.checkpointer()
+    for turn in range(2):
+        await parent.generate(f"turn {turn}", memory={"thread": "w"})
+    before = saver.delta_cache_size
+    config = {"configurable": {"thread_id": "w", "checkpoint_ns": ""}}
+    tup = await saver.aget_tuple(config)
+    await saver.aput_writes(tup.config, [("messages", [ToolMessage("x" * 5000, tool_call_id="c")])], "task-1")
+    assert saver.delta_cache_size >= before + 5000
+    saver.delta_cache_bytes = 1
+    await saver.aput_writes(tup.config, [("messages", [ToolMessage("y", tool_call_id="d")])], "task-2")
+    assert list(saver.__dict__["_sg_delta_threads"]) == ["w"]  # the thread in use stays, alone
+    await memory.aclose()
