@@ -133,6 +133,7 @@ def _pool_class() -> type:
 
         _down_since: float | None = None
         _last_try: float = 0.0
+        _told_down = False
         # what a try of the database connects with (the pool's own conninfo may be a callable)
         probe_url: str = ""
         probe_kwargs: dict[str, Any] = {}  # noqa: RUF012 - replaced per pool, never mutated
@@ -154,9 +155,12 @@ def _pool_class() -> type:
                 try:
                     await AsyncConnectionPool.check_connection(conn)
                     return conn
-                except Exception:  # noqa: BLE001 - broken: replaced below, the outage noted
-                    self._went_down()
+                except Exception:  # noqa: BLE001 - closed by the server: discarded below
                     await self.putconn(conn)  # a broken connection is discarded and replaced
+                # The server closed it: it restarted, or it is gone. One try at once says
+                # which (and, when it is back, clears every other idle connection it closed).
+                self._went_down()
+                self._last_try = 0.0
                 if time.monotonic() >= deadline:
                     raise StorageUnavailableError(f"{WHAT} is unavailable (no connection); try again once it is back")
 
@@ -168,7 +172,6 @@ def _pool_class() -> type:
         def _went_down(self) -> None:
             if self._down_since is None:
                 self._down_since = time.monotonic()
-                log.warning("the Postgres database is unreachable; statements fail until it is back")
 
         async def _try_database(self) -> None:
             """During an outage: connect once ourselves (at most every PROBE_INTERVAL), and
@@ -180,6 +183,9 @@ def _pool_class() -> type:
             try:
                 probe = await AsyncConnection.connect(self.probe_url, **self.probe_kwargs)
             except Exception as exc:
+                if not self._told_down:
+                    self._told_down = True
+                    log.warning("the Postgres database is unreachable; statements fail until it is back")
                 error = unavailable(exc, WHAT) or StorageUnavailableError(
                     f"{WHAT} is unavailable (no connection); try again once it is back"
                 )
@@ -187,7 +193,12 @@ def _pool_class() -> type:
             await probe.close()
             down_for = now - (self._down_since or now)
             self._down_since = None
-            log.warning("the Postgres database is back after %.1f s", down_for)
+            if self._told_down:
+                self._told_down = False
+                log.warning("the Postgres database is back after %.1f s", down_for)
+            # the idle connections a restart closed go now, one check each, not one
+            # outage each at their next checkout
+            await self.check()
 
     return StoragePool
 

@@ -155,9 +155,37 @@ class ThreadLease:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
-        await self.leases.release(
-            self.thread_id,
-            self.owner,
-            repair=not ran and acquired.repair,
-            waiting=acquired.waiting if waiting is None else waiting,
-        )
+        repair = not ran and acquired.repair
+        waiting = acquired.waiting if waiting is None else waiting
+        try:
+            await self.leases.release(self.thread_id, self.owner, repair=repair, waiting=waiting)
+        except StorageUnavailableError:
+            # Given back as soon as the database is back, so the thread's next run need not
+            # wait for the lease to lapse; flagged for repair, as the run may have ended
+            # before its tool calls were answered (SPEC §19).
+            task = asyncio.ensure_future(self._release_later(waiting))
+            _RELEASING.add(task)
+            task.add_done_callback(_RELEASING.discard)
+            raise
+
+    async def _release_later(self, waiting: bool) -> None:
+        """Retry a release the database refused, every `RELEASE_RETRY` seconds until the
+        lease would have lapsed anyway (the next run then takes it over, repair included)."""
+        deadline = asyncio.get_running_loop().time() + self.leases.ttl
+        while asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(RELEASE_RETRY)
+            try:
+                await self.leases.release(self.thread_id, self.owner, repair=True, waiting=waiting)
+                log.info("the lease on thread %r was given back once the database was back", self.thread_id)
+                return
+            except StorageUnavailableError:
+                continue
+            except Exception as exc:  # noqa: BLE001 - the lease lapses on its own
+                log.warning("giving back the lease on thread %r failed: %s", self.thread_id, type(exc).__name__)
+                return
+
+
+# seconds between two tries to give back a lease the database refused
+RELEASE_RETRY = 0.5
+# releases retried in the background (kept here so they are not garbage-collected)
+_RELEASING: set[asyncio.Task[None]] = set()

@@ -388,14 +388,14 @@ class Run:
     # -- 4. release -----------------------------------------------------------------------
 
     async def release(self, *, ran: bool = True) -> None:
-        """Give the thread back. With its database unreachable the lease stays until its
-        ttl runs out, and the run that takes it then repairs the thread (SPEC §19): a
-        warning, not an error that would hide how the run ended."""
+        """Give the thread back. With its database unreachable the lease is given back
+        once the database is back (or lapses after its ttl), and the thread's next run
+        repairs it (SPEC §19): a warning, not an error that would hide how the run ended."""
         if self.lease is not None:
             try:
                 await self.lease.release(ran=ran, waiting=self.waiting if ran else None)
             except StorageUnavailableError as exc:
-                log.warning("run %s could not release thread %r (%s); its lease lapses in %g s", self.run_id, self.thread_id, exc, self.lease.leases.ttl)
+                log.warning("run %s could not give back thread %r now (%s); retried in the background", self.run_id, self.thread_id, exc)
 
 
 def host_background(agent: Agent, opened: Any, thread_id: str, resource_id: str | None) -> RunBackground:
