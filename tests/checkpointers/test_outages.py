@@ -1,0 +1,197 @@
+"""Issue 46: a database that cannot serve says so, the same way on sqlite and Postgres.
+
+A sqlite file held by another connection (`BEGIN EXCLUSIVE`) beyond the busy wait, or a
+full disk (sqlite's `max_page_count`, which fails a write exactly as a full disk does:
+SQLITE_FULL, "database or disk is full"), refuses a run with `StorageUnavailableError`;
+AG-UI ends it with `RUN_ERROR` `STORAGE_UNAVAILABLE`, and the thread is usable again once
+the file is. Which driver errors count as an outage, the HTTP answer (JSON 503), and the
+pool's options are checked here too; the Postgres outage itself, on a real server, is
+tests/reliability/test_postgres_restart.py.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from ag_ui.core import RunAgentInput, UserMessage
+from fastapi import FastAPI
+from psycopg_pool import PoolTimeout
+from pydantic import ValidationError
+
+from supervisor_graph import Agent, Memory, StorageUnavailableError
+from supervisor_graph.agui.agent import AGUIAgent
+from supervisor_graph.agui.outcomes import STORAGE_UNAVAILABLE_MESSAGE, client_error
+from supervisor_graph.agui.serving import add_error_handlers
+from supervisor_graph.checkpointers.outages import unavailable
+from supervisor_graph.memory import PoolOptions
+from supervisor_graph.testing import ScriptedChatModel
+
+BUSY_TIMEOUT = 0.3
+
+
+def _agent(path: Path) -> Agent:
+    memory = Memory(f"file:{path}", busy_timeout=BUSY_TIMEOUT)
+    return Agent(id="keeper", description="Answers.", model=ScriptedChatModel(policy=lambda m: "answered"), memory=memory)
+
+
+def _input(thread: str, text: str) -> RunAgentInput:
+    return RunAgentInput(
+        thread_id=thread,
+        run_id=f"run-{uuid.uuid4().hex[:8]}",
+        messages=[UserMessage(id=f"u-{uuid.uuid4().hex[:8]}", content=text)],
+        state={},
+        tools=[],
+        context=[],
+        forwarded_props={},
+    )
+
+
+class Locked:
+    """Another connection holding the sqlite file's write lock."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None)
+
+    def __enter__(self) -> Locked:
+        self.conn.execute("BEGIN EXCLUSIVE")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.execute("ROLLBACK")
+        self.conn.close()
+
+
+async def test_a_file_locked_beyond_the_busy_wait_refuses_the_run_and_the_thread_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    agent = _agent(path)
+    assert agent.memory is not None
+    try:
+        assert (await agent.generate("first", memory={"thread": "t"})).text == "answered"
+        with Locked(path):
+            started = time.monotonic()
+            with pytest.raises(StorageUnavailableError) as caught:
+                await agent.generate("second", memory={"thread": "t"})
+            waited = time.monotonic() - started
+            assert caught.value.reason == "locked"
+            assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+            assert waited >= BUSY_TIMEOUT  # it waited for the file, as configured, then said so
+            store = await agent.memory.store()
+            with pytest.raises(StorageUnavailableError):
+                await store.aput(("notes",), "k", {"v": 1})
+        assert (await agent.generate("third", memory={"thread": "t"})).text == "answered"
+        stored = [(m.type, m.content) for m in await agent.memory.get_messages("t")]
+        assert stored == [("human", "first"), ("ai", "answered"), ("human", "third"), ("ai", "answered")]
+    finally:
+        await agent.memory.aclose()
+
+
+async def test_a_full_disk_refuses_the_run_and_stores_none_of_it(tmp_path: Path) -> None:
+    agent = _agent(tmp_path / "memory.db")
+    assert agent.memory is not None
+    try:
+        assert (await agent.generate("first", memory={"thread": "t"})).text == "answered"
+        saver: Any = await agent.memory.checkpointer()
+        pages = (await (await saver.conn.execute("PRAGMA page_count")).fetchone())[0]
+        await saver.conn.execute(f"PRAGMA max_page_count = {pages}")  # the file may not grow
+        with pytest.raises(StorageUnavailableError) as caught:
+            await agent.generate("x" * 100_000, memory={"thread": "t"})
+        assert caught.value.reason == "full"
+        await saver.conn.execute("PRAGMA max_page_count = 1073741823")  # space again
+        assert (await agent.generate("after", memory={"thread": "t"})).text == "answered"
+        stored = [m.content for m in await agent.memory.get_messages("t")]
+        assert stored == ["first", "answered", "after", "answered"]
+    finally:
+        await agent.memory.aclose()
+
+
+async def test_agui_ends_a_run_on_a_locked_file_with_storage_unavailable(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    agent = _agent(path)
+    assert agent.memory is not None
+    bridge = AGUIAgent(agent)
+    try:
+        events = [e async for e in bridge.run(_input("t", "first"))]
+        assert events[-1].type == "RUN_FINISHED"
+        with Locked(path):
+            events = [e async for e in bridge.run(_input("t", "second"))]
+        last = events[-1].model_dump()
+        assert last["type"] == "RUN_ERROR" and last["code"] == "STORAGE_UNAVAILABLE", last
+        assert "sqlite" not in last["message"] and "locked" not in last["message"]  # ours, not the driver's
+        events = [e async for e in bridge.run(_input("t", "third"))]
+        assert events[-1].type == "RUN_FINISHED"
+    finally:
+        await agent.memory.aclose()
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (psycopg.OperationalError("connection refused"), "unreachable"),  # libpq, no SQLSTATE
+        (psycopg.errors.AdminShutdown(), "unreachable"),  # 57P01: the server shut down
+        (psycopg.errors.CannotConnectNow(), "unreachable"),  # 57P03: starting up
+        (psycopg.errors.ConnectionFailure(), "unreachable"),  # 08006
+        (psycopg.errors.TooManyConnections(), "unreachable"),  # 53300
+        (psycopg.errors.DiskFull(), "full"),  # 53100
+        (PoolTimeout(), "timeout"),
+        (sqlite3.OperationalError("database is locked"), "locked"),
+        (sqlite3.OperationalError("database or disk is full"), "full"),
+        (sqlite3.OperationalError("disk I/O error"), "io"),
+        (psycopg.errors.DeadlockDetected(), None),  # a race to report, not an outage
+        (psycopg.errors.UniqueViolation(), None),
+        (sqlite3.OperationalError("no such table: checkpoints"), None),
+        (ValueError("nope"), None),
+    ],
+)
+def test_which_driver_errors_mean_the_database_is_unavailable(error: BaseException, reason: str | None) -> None:
+    found = unavailable(error)
+    assert (found.reason if found is not None else None) == reason
+    code, message = client_error(error, False)
+    assert (code == "STORAGE_UNAVAILABLE") == (reason is not None)
+    if reason is not None:  # one message of ours, whatever the driver said
+        assert message == STORAGE_UNAVAILABLE_MESSAGE
+
+
+def test_a_wrapped_outage_still_reads_as_one() -> None:
+    try:
+        try:
+            raise StorageUnavailableError("the database is unavailable")
+        except StorageUnavailableError as exc:
+            raise RuntimeError("the run failed") from exc
+    except RuntimeError as wrapped:
+        assert client_error(wrapped, False)[0] == "STORAGE_UNAVAILABLE"
+
+
+async def test_routes_answer_an_outage_with_a_json_503() -> None:
+    app = FastAPI()
+    add_error_handlers(app)
+
+    async def history() -> None:
+        raise StorageUnavailableError("the Postgres database is unavailable (no connection)")
+
+    app.add_api_route("/threads", history, methods=["GET"])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+        response = await client.get("/threads")
+    assert response.status_code == 503
+    assert response.json()["code"] == "STORAGE_UNAVAILABLE"
+    assert "Postgres" not in response.text  # the server's log has the details, not the client
+    assert response.headers["retry-after"]
+
+
+def test_pool_options() -> None:
+    assert PoolOptions() == PoolOptions(min_size=1, max_size=10, timeout=3.0, connect_timeout=3)
+    assert Memory("postgresql://u@127.0.0.1:1/db", pool={"max_size": 4}).pool.max_size == 4
+    with pytest.raises(ValidationError):
+        PoolOptions(min_size=5, max_size=4)
+    with pytest.raises(ValidationError):
+        PoolOptions(max_size=1)  # set-up holds a connection while it uses another
+    with pytest.raises(ValidationError):
+        PoolOptions(size=3)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="busy_timeout"):
+        Memory(":memory:", busy_timeout=0)
