@@ -68,8 +68,16 @@ log = logging.getLogger(__name__)
 PROBE_INTERVAL = 0.25
 # seconds psycopg_pool keeps retrying one lost connection (its backoff) before giving up
 RECONNECT_TIMEOUT = 1.0
-# TCP keepalives: a silent peer (host gone, network cut) is found dead in ~20 s
-_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 3, "keepalives_count": 3}
+# A peer that vanishes without closing its connections (host gone, network cut) is found
+# dead within ~20 s: by TCP keepalives on an idle connection, by `tcp_user_timeout` (ms)
+# on one whose statement the server never acknowledged.
+_KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 3,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 20_000,
+}
 
 WHAT = "the Postgres database"
 
@@ -226,6 +234,11 @@ async def open_pool(url: str, options: PoolOptions, stack: AsyncExitStack) -> An
     pool.probe_url, pool.probe_kwargs = url, kwargs
     stack.push_async_callback(pool.close, 5.0)
     try:
+        # one connection first, so a database that refuses fails the opening at once
+        # (the pool's own opening retries until its timeout)
+        from psycopg import AsyncConnection
+
+        await (await AsyncConnection.connect(url, **kwargs)).close()
         await pool.open(wait=True, timeout=max(options.timeout, float(options.connect_timeout)))
     except Exception as exc:
         error = unavailable(exc, WHAT)

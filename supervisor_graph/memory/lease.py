@@ -124,12 +124,19 @@ class ThreadLease:
         self._heartbeat = asyncio.ensure_future(self._renew())
 
     async def _renew(self) -> None:
+        busy_once = False  # a pool with no connection free in time: tried again next period
         while True:
             try:
                 if not await self.leases.renew(self.thread_id, self.owner):
                     log.warning("the lease on thread %r was taken over while this run held it", self.thread_id)
                     return
+                busy_once = False
             except StorageUnavailableError as exc:
+                if exc.reason == "timeout" and not busy_once:
+                    busy_once = True
+                    log.warning("renewing the lease on thread %r failed: %s; trying again", self.thread_id, exc)
+                    await asyncio.sleep(self.leases.ttl / 3)
+                    continue
                 # unrenewed, the lease lapses and another run may take the thread: stop here
                 log.warning("renewing the lease on thread %r failed: %s; ending the run", self.thread_id, exc)
                 self._lose(exc)

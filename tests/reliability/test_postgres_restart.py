@@ -186,3 +186,68 @@ async def test_serve_survives_a_postgres_restart() -> None:
                 assert [m.content for m in messages if m.type == "human"][-1] == f"continue {stream.thread}"
         finally:
             await memory.aclose()
+
+
+async def test_a_memory_opened_while_postgres_is_down_fails_fast_then_serves_once_it_is_up() -> None:
+    """The other outage: the database is down when the process first needs it, then a
+    crash (`-m immediate`, no goodbye to the clients) in the middle of a run."""
+    from supervisor_graph import Agent, StorageUnavailableError
+    from supervisor_graph.testing import ScriptedChatModel
+
+    with private_postgres() as database:
+        database.stop("fast")
+        memory = Memory(database.url)
+        agent = Agent(id="keeper", description="Answers.", model=ScriptedChatModel(policy=lambda m: "answered", latency=1.0), memory=memory)
+        try:
+            started = time.monotonic()
+            try:
+                await agent.generate("while down", memory={"thread": "t"})
+                raise AssertionError("a run without its database succeeded")
+            except StorageUnavailableError as exc:
+                assert exc.reason == "unreachable"
+            refused_in = time.monotonic() - started
+            print(f"\na run refused in {refused_in:.2f} s by a memory whose database was down")
+            assert refused_in < FAIL_FAST_WITHIN
+            database.start()
+            assert (await agent.generate("once up", memory={"thread": "t"})).text == "answered"
+
+            run = asyncio.ensure_future(agent.generate("during the crash", memory={"thread": "t"}))
+            await asyncio.sleep(0.5)  # in its model call
+            crashed_at = time.monotonic()
+            database.stop("immediate")
+            try:
+                await asyncio.wait_for(run, STREAMS_END_WITHIN)
+                raise AssertionError("a run whose database crashed succeeded")
+            except StorageUnavailableError:
+                pass
+            ended_after = time.monotonic() - crashed_at
+            print(f"the run ended {ended_after:.2f} s after the crash began")
+            assert ended_after < STREAMS_END_WITHIN
+            database.start()  # recovers from the crash (WAL replay) before it accepts connections
+            _, recovery = await _until_generated(agent, "after the crash", "t")
+            print(f"the first run that succeeded was sent {recovery:.2f} s after the database was back")
+            assert recovery < RECOVERY_WITHIN, recovery
+            messages = await memory.get_messages("t")
+            _check_conversation(messages)
+            humans = [m.content for m in messages if m.type == "human"]
+            # the crashed run's input is kept when its first step was saved before the crash
+            assert humans in (["once up", "after the crash"], ["once up", "during the crash", "after the crash"]), humans
+            assert messages[-1].type == "ai" and messages[-1].content == "answered"
+        finally:
+            await memory.aclose()
+
+
+async def _until_generated(agent: Any, text: str, thread: str) -> tuple[Any, float]:
+    """`agent.generate` until it succeeds (it may be refused while the database comes
+    back, or while the crashed run's lease is given back): the result, and how long after
+    the first try the successful one began."""
+    from supervisor_graph import StorageUnavailableError, ThreadBusyError
+
+    started = time.monotonic()
+    while True:
+        tried_at = time.monotonic()
+        try:
+            return await agent.generate(text, memory={"thread": thread}), tried_at - started
+        except (StorageUnavailableError, ThreadBusyError):
+            assert time.monotonic() - started < RECOVERY_WITHIN + 10
+            await asyncio.sleep(0.2)
