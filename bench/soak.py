@@ -148,11 +148,14 @@ def _object_counts(base: Counter[str]) -> list[str]:
     now = Counter(type(o).__qualname__ for o in objects)
     lines = ["# object counts, growth since the first minute"]
     lines += [f"{n:+d} {name}" for name, n in (now - base).most_common(25)]
+    from supervisor_graph.agui.agent import AGUIAgent
+    from supervisor_graph.checkpointers.delta_cache import DeltaHistoryCache
+
     for o in objects:
-        threads = getattr(o, "__dict__", {}).get("_sg_delta_threads") if hasattr(o, "__dict__") else None
-        if threads is not None:
-            lines.append(f"# delta cache of {type(o).__name__}: {len(threads)} threads, {sum(t.size for t in threads.values())} units")
-        if type(o).__name__ == "AGUIAgent":
+        if isinstance(o, DeltaHistoryCache):
+            threads = o.__dict__.get("_sg_delta_threads") or {}
+            lines.append(f"# delta cache of {type(o).__name__}: {len(threads)} threads, {o.delta_cache_size} bytes (estimated)")
+        elif isinstance(o, AGUIAgent):
             lines.append(f"# AGUIAgent: stopping {len(o._stopping)}, settling {len(o._settling)}, controllers {len(o._controllers)}")
     return lines
 
@@ -179,6 +182,7 @@ class SoakResult:
     threads_out_of_step: dict[str, list[str]] = field(default_factory=dict)
     server_notes: list[str] = field(default_factory=list)
     never_retrieved: int = 0  # "Task exception was never retrieved" in the server log
+    taken_over: int = 0  # leases taken from a run still holding them (its renewals came too late)
     max_growth_mb: float = 20.0
 
     def growth(self) -> dict[int, float]:
@@ -207,7 +211,7 @@ class SoakResult:
             "runs_checked": sum(len(v) for v in self.sent.values()),
             "threads_losing_messages": len(self.threads_losing), "threads_out_of_step": len(self.threads_out_of_step),
             "rss_growth_mb_after_1_min": {str(p): round(g, 1) for p, g in self.growth().items()},
-            "never_retrieved": self.never_retrieved,
+            "never_retrieved": self.never_retrieved, "leases_taken_over": self.taken_over,
         }  # fmt: skip
 
     def table(self) -> list[str]:
@@ -230,12 +234,19 @@ def _body(thread: str, text: str | None, *, on_busy: str | None = None, resume: 
     }  # fmt: skip
 
 
+ACTIONS = ("conversation", "cancel", "approval", "double")
+# how often each action is picked
+WEIGHTS = {"conversation": 0.3, "cancel": 0.25, "approval": 0.2, "double": 0.25}
+
+
 class _Clients:
-    def __init__(self, url: str, result: SoakResult) -> None:
+    def __init__(self, url: str, result: SoakResult, actions: tuple[str, ...] = ACTIONS) -> None:
         self.url = url
         self.result = result
         self.rng = random.Random(46)
         self.turn = 0
+        self.actions = list(actions)
+        self.weights = [WEIGHTS[a] for a in actions]
 
     async def run(self, client: Any, body: dict[str, Any], *, retry_busy: bool = True) -> dict[str, Any]:
         """One request to its terminal event (THREAD_BUSY retried unless told not to)."""
@@ -319,14 +330,14 @@ class _Clients:
 
     async def client(self, client: Any, deadline: float) -> None:
         while time.monotonic() < deadline:
-            pick = self.rng.random()
-            if pick < 0.3:
+            action = self.rng.choices(self.actions, self.weights)[0]
+            if action == "conversation":
                 self.result.actions["conversation"] += 1
                 await self.conversation(client)
-            elif pick < 0.55:
+            elif action == "cancel":
                 self.result.actions["client cancel"] += 1
                 await self.cancel(client)
-            elif pick < 0.75:
+            elif action == "approval":
                 self.result.actions["approval"] += 1
                 await self.approval(client)
             else:
@@ -378,12 +389,14 @@ def _sample(server: subprocess.Popen[bytes], began: float, db_files: str | None,
     return {"t": round(time.monotonic() - began, 1), "rss": rss, "fds": fds, "db": db}
 
 
-async def _load(url: str, result: SoakResult, server: subprocess.Popen[bytes], sample_s: float, db: Any, pg: Any) -> None:
+async def _load(
+    url: str, result: SoakResult, server: subprocess.Popen[bytes], sample_s: float, db: Any, pg: Any, actions: tuple[str, ...]
+) -> None:
     import httpx
 
     from bench.load_clients import limits
 
-    clients = _Clients(url, result)
+    clients = _Clients(url, result, actions)
     began = time.monotonic()
     deadline = began + result.minutes * 60
 
@@ -420,6 +433,7 @@ async def _check(storage: str, result: SoakResult) -> None:
 def run_soak(
     storage_kind: str = "sqlite", minutes: float = 2.0, workers: int = 2, clients: int = 6, *, sample_s: float = 30.0,
     max_growth_mb: float = 20.0, postgres: str | None = None, trace: str | None = None,
+    actions: tuple[str, ...] = ACTIONS, log_path: str | None = None,
 ) -> SoakResult:
     """The soak: the served agent under `clients` mixed clients for `minutes`, sampled
     every `sample_s`, then the history check."""
@@ -448,10 +462,14 @@ def run_soak(
         )  # fmt: skip
         stack.callback(lambda: os.killpg(server.pid, signal.SIGKILL) if server.poll() is None else None)
         _wait_up(port, server, log, workers)
-        asyncio.run(_load(f"http://127.0.0.1:{port}{PATH}", result, server, sample_s, db_files, pg))
+        asyncio.run(_load(f"http://127.0.0.1:{port}{PATH}", result, server, sample_s, db_files, pg, actions))
         asyncio.run(_check(storage, result))
         log.seek(0)
-        lines = log.read().decode(errors="replace").splitlines()
+        text = log.read().decode(errors="replace")
+        if log_path:
+            Path(log_path).write_text(text)
+        lines = text.splitlines()
+        result.taken_over = sum("was taken over" in line for line in lines)
         result.never_retrieved = sum("never retrieved" in line for line in lines)
         result.server_notes = [line for line in lines if "Error" in line or "Traceback" in line or "never retrieved" in line][:20]
     return result
@@ -482,13 +500,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres", help="an existing database to create the soak's one beside")
     parser.add_argument("--trace", help="a folder: the workers trace their allocations there (slow)")
     parser.add_argument("--out", help="also write the markdown report here")
+    parser.add_argument("--log", help="keep the server's log here")
+    parser.add_argument("--actions", default=",".join(ACTIONS), help=f"the actions picked among (default {','.join(ACTIONS)})")
     args = parser.parse_args(argv)
     if args.workers < 1 or args.clients < 1 or args.minutes <= 0:
         parser.error("--workers and --clients must be at least 1, --minutes above 0")
+    actions = tuple(a.strip() for a in args.actions.split(",") if a.strip())
+    if not actions or set(actions) - set(ACTIONS):
+        parser.error(f"--actions: some of {', '.join(ACTIONS)}")
     print(f"{os.cpu_count()} cores; soak of {args.minutes:g} min, {args.storage}, {args.workers} workers, {args.clients} clients", flush=True)
     result = run_soak(
         args.storage, args.minutes, args.workers, args.clients, sample_s=args.sample, max_growth_mb=args.max_growth,
-        postgres=args.postgres, trace=args.trace,
+        postgres=args.postgres, trace=args.trace, actions=actions, log_path=args.log,
     )  # fmt: skip
     print(json.dumps(result.summary()), flush=True)
     for found in (result.threads_losing, result.threads_out_of_step, result.leaking):

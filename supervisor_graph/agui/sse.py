@@ -60,11 +60,23 @@ async def _sse(bridge: AGUIAgent, input: RunAgentInput, request: Request, keepal
             yield encoder.encode(event)
     finally:
         watcher.cancel()
-        if upcoming is not None and not upcoming.done():
-            upcoming.cancel()
-            with contextlib.suppress(BaseException):
-                await upcoming
-        await events.aclose()  # type: ignore[attr-defined]
+        if upcoming is not None:
+            # A response whose client left is cancelled again at every await in here (the
+            # server's cancel scope), so the step in flight may end after this generator:
+            # what it ends with (StopAsyncIteration once the run has closed) is read by the
+            # callback, never left as "Task exception was never retrieved" (issue 46).
+            upcoming.add_done_callback(_retrieve)
+            if not upcoming.done():
+                upcoming.cancel()
+                with contextlib.suppress(BaseException):
+                    await upcoming
+        if upcoming is None or upcoming.done():  # else the cancelled step closes the run itself
+            await events.aclose()  # type: ignore[attr-defined]
+
+
+def _retrieve(step: asyncio.Future[Any]) -> None:
+    if not step.cancelled():
+        step.exception()
 
 
 def add_agui_endpoint(app: FastAPI, bridge: AGUIAgent, path: str = "/agent", *, keepalive_seconds: float = 10.0) -> None:
