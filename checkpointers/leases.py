@@ -15,7 +15,8 @@ A thread with neither and no run has no row at all.
 
 - sqlite: a row in `supervisor_graph_leases`, taken with one `INSERT ... ON CONFLICT DO
   UPDATE ... WHERE` statement (atomic on its own) on a connection of its own.
-- Postgres: the same row and statement, timed by the database clock.
+- Postgres: the same row and statement, timed by the database clock (`PostgresLeases`,
+  in `postgres.py` beside the connection pool it uses).
 - in-memory storage or a checkpointer object: a lease in this process only.
 
 Double texting (SPEC §29): a call that finds the thread busy may wait for it instead of
@@ -38,7 +39,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -65,7 +66,6 @@ __all__ = [
     "Lease",
     "Leases",
     "LocalLeases",
-    "PostgresLeases",
     "SqliteLeases",
     "new_owner",
 ]
@@ -411,59 +411,3 @@ class SqliteLeases(_SqlLeases):
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
-
-
-class PostgresLeases(_SqlLeases):
-    """Lease rows in the Postgres database, timed by its clock (hosts may disagree).
-
-    Each statement takes a connection of the memory's pool for itself (no lock: the
-    statements of two runs go to two connections, as those of two processes do), and
-    raises `StorageUnavailableError` when the database cannot be reached."""
-
-    placeholder = "%s"
-    expires = "now() + %s * interval '1 second'"
-    now = "now()"
-
-    def __init__(self, pool: Any, ttl: float = DEFAULT_LEASE_TTL) -> None:
-        super().__init__(pool, ttl)
-        self._lock = nullcontext()
-
-    @classmethod
-    async def open(cls, pool: Any, stack: AsyncExitStack, ttl: float = DEFAULT_LEASE_TTL) -> PostgresLeases:
-        """Leases over `pool` (a psycopg_pool pool, see `postgres.py`); the tables are made
-        if missing."""
-        leases = cls(pool, ttl)
-        stack.callback(leases.stop_polling)
-        for statement in (_TABLE.format(time="TIMESTAMPTZ"), WAITERS.format(time="TIMESTAMPTZ", serial="BIGSERIAL"), WAITERS_INDEX):
-            await leases._run(statement, (), "count")
-        return leases
-
-    async def _run(self, sql: str, params: tuple[Any, ...], want: str) -> Any:
-        """One statement on a pooled connection: its first row, its rows or its count."""
-        from psycopg.rows import tuple_row
-
-        try:
-            async with self._conn.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
-                await cursor.execute(sql, params)
-                if want == "one":
-                    return await cursor.fetchone()
-                if want == "all":
-                    return await cursor.fetchall()
-                return int(cursor.rowcount or 0)
-        except Exception as exc:
-            error = unavailable(exc, "the Postgres database")
-            if error is None or error is exc:
-                raise
-            raise error from exc
-
-    async def _one(self, template: str, params: tuple[Any, ...]) -> Any:
-        return await self._run(self._sql(template), params, "one")
-
-    async def _count(self, template: str, params: tuple[Any, ...]) -> int:
-        return int(await self._run(self._sql(template), params, "count"))
-
-    async def _all(self, template: str, params: tuple[Any, ...]) -> list[Any]:
-        return list(await self._run(self._sql(template), params, "all"))
-
-    def _times(self, seconds: float | None = None) -> tuple[Any, tuple[Any, ...]]:
-        return self.ttl if seconds is None else seconds, ()

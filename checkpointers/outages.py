@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal, TypeVar
 
-from supervisor_graph.nodes.errors import SupervisorGraphError
+from supervisor_graph.checkpointers.errors import SupervisorGraphError
 
 __all__ = ["SAVER_METHODS", "Reason", "StorageUnavailableError", "translating", "unavailable"]
 

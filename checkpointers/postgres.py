@@ -44,6 +44,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from supervisor_graph.checkpointers.lease_queue import WAITERS, WAITERS_INDEX
+from supervisor_graph.checkpointers.leases import _TABLE, DEFAULT_LEASE_TTL, _SqlLeases
 from supervisor_graph.checkpointers.outages import (
     SAVER_METHODS,
     Reason,
@@ -56,6 +58,7 @@ __all__ = [
     "PROBE_INTERVAL",
     "RECONNECT_TIMEOUT",
     "PoolOptions",
+    "PostgresLeases",
     "open_pool",
     "pooled_saver",
     "pooled_store",
@@ -142,6 +145,7 @@ def _pool_class() -> type:
         _down_since: float | None = None
         _last_try: float = 0.0
         _told_down = False
+        _probing: asyncio.Future[None] | None = None
         # what a try of the database connects with (the pool's own conninfo may be a callable)
         probe_url: str = ""
         probe_kwargs: dict[str, Any] = {}  # noqa: RUF012 - replaced per pool, never mutated
@@ -182,12 +186,25 @@ def _pool_class() -> type:
                 self._down_since = time.monotonic()
 
         async def _try_database(self) -> None:
-            """During an outage: connect once ourselves (at most every PROBE_INTERVAL), and
-            fail at once while the database refuses."""
-            now = time.monotonic()
-            if now - self._last_try < PROBE_INTERVAL:
-                raise StorageUnavailableError(f"{WHAT} is unavailable (no connection); try again once it is back")
-            self._last_try = now
+            """During an outage: one connection of our own says whether the database is
+            back. Checkouts meanwhile share the try in progress; within PROBE_INTERVAL of
+            a failed one they fail at once."""
+            if self._probing is None:
+                now = time.monotonic()
+                if now - self._last_try < PROBE_INTERVAL:
+                    raise StorageUnavailableError(f"{WHAT} is unavailable (no connection); try again once it is back")
+                self._last_try = now
+                self._probing = asyncio.ensure_future(self._connect_once())
+            probing = self._probing
+            try:
+                await asyncio.shield(probing)
+            except StorageUnavailableError as exc:  # each caller its own error (tracebacks)
+                raise StorageUnavailableError(str(exc), exc.reason) from exc.__cause__
+            finally:
+                if self._probing is probing and probing.done():
+                    self._probing = None
+
+        async def _connect_once(self) -> None:
             try:
                 probe = await AsyncConnection.connect(self.probe_url, **self.probe_kwargs)
             except Exception as exc:
@@ -199,14 +216,14 @@ def _pool_class() -> type:
                 )
                 raise error from exc
             await probe.close()
-            down_for = now - (self._down_since or now)
+            down_for = time.monotonic() - (self._down_since or time.monotonic())
+            # the idle connections a restart closed go now, one check each, not one
+            # outage each at their next checkout
+            await self.check()
             self._down_since = None
             if self._told_down:
                 self._told_down = False
                 log.warning("the Postgres database is back after %.1f s", down_for)
-            # the idle connections a restart closed go now, one check each, not one
-            # outage each at their next checkout
-            await self.check()
 
     return StoragePool
 
@@ -273,3 +290,59 @@ async def wait_setup_lock(conn: Any, key: int) -> None:
     """Take the advisory lock `key` on `conn`, polling (see `urls.open_storage`)."""
     while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,))).fetchone())["ok"]:
         await asyncio.sleep(0.05)
+
+
+class PostgresLeases(_SqlLeases):
+    """Lease rows in the Postgres database, timed by its clock (hosts may disagree).
+
+    Each statement takes a connection of the memory's pool for itself (no lock: the
+    statements of two runs go to two connections, as those of two processes do), and
+    raises `StorageUnavailableError` when the database cannot be reached."""
+
+    placeholder = "%s"
+    expires = "now() + %s * interval '1 second'"
+    now = "now()"
+
+    def __init__(self, pool: Any, ttl: float = DEFAULT_LEASE_TTL) -> None:
+        super().__init__(pool, ttl)
+        self._lock = nullcontext()
+
+    @classmethod
+    async def open(cls, pool: Any, stack: AsyncExitStack, ttl: float = DEFAULT_LEASE_TTL) -> PostgresLeases:
+        """Leases over `pool` (a psycopg_pool pool, see `postgres.py`); the tables are made
+        if missing."""
+        leases = cls(pool, ttl)
+        stack.callback(leases.stop_polling)
+        for statement in (_TABLE.format(time="TIMESTAMPTZ"), WAITERS.format(time="TIMESTAMPTZ", serial="BIGSERIAL"), WAITERS_INDEX):
+            await leases._run(statement, (), "count")
+        return leases
+
+    async def _run(self, sql: str, params: tuple[Any, ...], want: str) -> Any:
+        """One statement on a pooled connection: its first row, its rows or its count."""
+        from psycopg.rows import tuple_row
+
+        try:
+            async with self._conn.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+                await cursor.execute(sql, params)
+                if want == "one":
+                    return await cursor.fetchone()
+                if want == "all":
+                    return await cursor.fetchall()
+                return int(cursor.rowcount or 0)
+        except Exception as exc:
+            error = unavailable(exc, "the Postgres database")
+            if error is None or error is exc:
+                raise
+            raise error from exc
+
+    async def _one(self, template: str, params: tuple[Any, ...]) -> Any:
+        return await self._run(self._sql(template), params, "one")
+
+    async def _count(self, template: str, params: tuple[Any, ...]) -> int:
+        return int(await self._run(self._sql(template), params, "count"))
+
+    async def _all(self, template: str, params: tuple[Any, ...]) -> list[Any]:
+        return list(await self._run(self._sql(template), params, "all"))
+
+    def _times(self, seconds: float | None = None) -> tuple[Any, tuple[Any, ...]]:
+        return self.ttl if seconds is None else seconds, ()

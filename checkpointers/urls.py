@@ -23,7 +23,6 @@ from supervisor_graph.checkpointers.leases import (
     DEFAULT_LEASE_TTL,
     Leases,
     LocalLeases,
-    PostgresLeases,
     SqliteLeases,
 )
 from supervisor_graph.checkpointers.outages import SAVER_METHODS, translating, unavailable
@@ -112,7 +111,13 @@ async def open_storage(
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
             from langgraph.store.postgres.aio import AsyncPostgresStore
 
-            from supervisor_graph.checkpointers.postgres import open_pool, pooled_saver, pooled_store, wait_setup_lock
+            from supervisor_graph.checkpointers.postgres import (
+                PostgresLeases,
+                open_pool,
+                pooled_saver,
+                pooled_store,
+                wait_setup_lock,
+            )
         except ImportError as exc:  # pragma: no cover - depends on the extra
             raise ImportError(
                 "postgresql:// storage needs the postgres extra: pip install 'supervisor-graph[postgres]'"

@@ -13,11 +13,9 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from supervisor_graph.checkpointers.errors import SupervisorGraphError
+
 __all__ = ["ModelCallError", "SupervisorGraphError", "log_failure", "original_error", "unwrapping_retry_on"]
-
-
-class SupervisorGraphError(Exception):
-    """Base class of this library's errors."""
 
 
 class ModelCallError(SupervisorGraphError):

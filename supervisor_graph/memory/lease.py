@@ -148,7 +148,8 @@ class ThreadLease:
     async def release(self, *, ran: bool = True, waiting: bool | None = None) -> None:
         """Give the thread back. `ran=False`: this holder only read the thread, so a repair
         the lease announced is still owed to the next run. `waiting`: the run ended paused
-        on approvals (None: as it was when the lease was taken)."""
+        on approvals (None: as it was when the lease was taken). A database that cannot
+        be reached does not fail the release: it is retried in the background."""
         acquired = self.acquired
         if acquired is None:
             return
@@ -166,14 +167,15 @@ class ThreadLease:
         waiting = acquired.waiting if waiting is None else waiting
         try:
             await self.leases.release(self.thread_id, self.owner, repair=repair, waiting=waiting)
-        except StorageUnavailableError:
-            # Given back as soon as the database is back, so the thread's next run need not
-            # wait for the lease to lapse; flagged for repair, as the run may have ended
-            # before its tool calls were answered (SPEC §19).
+        except StorageUnavailableError as exc:
+            # Not an error of the caller's (its run, or its write, is over): given back as
+            # soon as the database is back, so the thread's next run need not wait for the
+            # lease to lapse; flagged for repair, as the run may have ended before its tool
+            # calls were answered (SPEC §19).
+            log.warning("thread %r could not be given back now (%s); retried in the background", self.thread_id, exc)
             task = asyncio.ensure_future(self._release_later(waiting))
             _RELEASING.add(task)
             task.add_done_callback(_RELEASING.discard)
-            raise
 
     async def _release_later(self, waiting: bool) -> None:
         """Retry a release the database refused, every `RELEASE_RETRY` seconds until the

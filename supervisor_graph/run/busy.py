@@ -32,7 +32,16 @@ from langgraph.graph import END
 from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.memory.lease import ThreadLease
 
-__all__ = ["ON_BUSY", "OnBusy", "check_on_busy", "discard_last_run", "stop_reason", "take_thread", "until_stopped"]
+__all__ = [
+    "ON_BUSY",
+    "OnBusy",
+    "check_on_busy",
+    "discard_last_run",
+    "raise_if_lost",
+    "stop_reason",
+    "take_thread",
+    "until_stopped",
+]
 
 T = TypeVar("T")
 
@@ -95,6 +104,13 @@ async def discard_last_run(graph: Any, saver: Any, config: RunnableConfig, since
     return True
 
 
+def raise_if_lost(lease: ThreadLease | None) -> None:
+    """Raise the `StorageUnavailableError` that ended the run, when its lease database went
+    away (`ThreadLease.failure`): the run stopped for that, not for a stop request."""
+    if lease is not None and lease.failure is not None:
+        raise lease.failure
+
+
 async def until_stopped(coro: Coroutine[Any, Any, T], lease: ThreadLease) -> tuple[T | None, bool]:
     """`Run.until_aborted` when only a new message may stop the run: run `coro` in this
     task and cancel it when the lease hears a stop, instead of a task and a waiter per
@@ -102,8 +118,7 @@ async def until_stopped(coro: Coroutine[Any, Any, T], lease: ThreadLease) -> tup
     assert lease.stopped is not None
     if lease.stopped.is_set():
         coro.close()
-        if lease.failure is not None:  # the database went away: the run cannot go on
-            raise lease.failure
+        raise_if_lost(lease)
         return None, True
     current = asyncio.current_task()
     assert current is not None
@@ -121,8 +136,7 @@ async def until_stopped(coro: Coroutine[Any, Any, T], lease: ThreadLease) -> tup
         if not stopping:
             raise
         current.uncancel()
-        if lease.failure is not None:
-            raise lease.failure from None
+        raise_if_lost(lease)
         return None, True
     finally:
         lease.waker = None

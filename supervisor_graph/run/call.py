@@ -9,7 +9,6 @@ repair, ephemeral storage, background hosts) never call back into it."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 import uuid
 import weakref
@@ -24,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from supervisor_graph.background.host import RunBackground
 from supervisor_graph.background.outcomes import outcomes
-from supervisor_graph.declaration.errors import StorageUnavailableError
 from supervisor_graph.declaration.models import check_credentials, model_strings
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.memory.versions import RunVersions
@@ -39,11 +37,11 @@ from supervisor_graph.nodes.delegation import (
 )
 from supervisor_graph.nodes.options import MemoryOptions, RunContext, RunHandle, RunOptions, merge_options
 from supervisor_graph.nodes.versions import VERSIONS_KEY
-from supervisor_graph.run.busy import discard_last_run, stop_reason, take_thread, until_stopped
+from supervisor_graph.run.busy import discard_last_run, raise_if_lost, stop_reason, take_thread, until_stopped
 from supervisor_graph.run.chunks import Usage
 from supervisor_graph.run.ephemeral import ephemeral_saver, ephemeral_store
 from supervisor_graph.run.paused import PausedRun, paused_runs
-from supervisor_graph.run.repair import ABORTED_TOOL_TEXT, close_unanswered, settle_thread
+from supervisor_graph.run.repair import ABORTED_TOOL_TEXT, close_unanswered, repair_after, settle_thread
 from supervisor_graph.run.results import GenerateResult, background_pending, build_result
 
 if TYPE_CHECKING:
@@ -52,7 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["CallConfig", "Run", "answer_outcomes", "host_background"]
 
 T = TypeVar("T")
-log = logging.getLogger("supervisor_graph")
 
 
 class CallConfig(BaseModel):
@@ -286,7 +283,7 @@ class Run:
                 values = await self.repair()
             return await self.finish(values, aborted)
         except Exception as exc:
-            await self.repair_after(exc)
+            await repair_after(self, exc)
             raise
         finally:
             await self.release()
@@ -302,8 +299,7 @@ class Run:
             return await until_stopped(coro, lease)
         if any(signal.is_set() for signal in signals):
             coro.close()
-            if lease is not None and lease.failure is not None:  # the database went away
-                raise lease.failure
+            raise_if_lost(lease)
             return None, True
         task = asyncio.ensure_future(coro)
         waiters = [asyncio.ensure_future(signal.wait()) for signal in signals]
@@ -319,8 +315,7 @@ class Run:
             await task
         except asyncio.CancelledError:
             pass
-        if lease is not None and lease.failure is not None:
-            raise lease.failure
+        raise_if_lost(lease)
         return None, True
 
     # -- 3. the result ------------------------------------------------------------------
@@ -366,18 +361,6 @@ class Run:
             return None
         return await close_unanswered(self.graph, self.config, lambda call: ABORTED_TOOL_TEXT, reason)
 
-    async def repair_after(self, exc: Exception) -> None:
-        """`repair("error")` after the run failed with `exc`, unless the database is what
-        failed: the repair could not be saved either, and the lease, once it lapses, tells
-        the next run to repair the thread (SPEC §19). A repair that fails is logged, so
-        the run's own error is the one its caller sees."""
-        if isinstance(exc, StorageUnavailableError):
-            return
-        try:
-            await self.repair("error")
-        except StorageUnavailableError as error:
-            log.warning("run %s: its thread could not be repaired now (%s); the next run repairs it", self.run_id, error)
-
     @property
     def abort_reason(self) -> Any:
         """Why the run was aborted: the abort signal's reason, or the new message's."""
@@ -388,14 +371,8 @@ class Run:
     # -- 4. release -----------------------------------------------------------------------
 
     async def release(self, *, ran: bool = True) -> None:
-        """Give the thread back. With its database unreachable the lease is given back
-        once the database is back (or lapses after its ttl), and the thread's next run
-        repairs it (SPEC §19): a warning, not an error that would hide how the run ended."""
         if self.lease is not None:
-            try:
-                await self.lease.release(ran=ran, waiting=self.waiting if ran else None)
-            except StorageUnavailableError as exc:
-                log.warning("run %s could not give back thread %r now (%s); retried in the background", self.run_id, self.thread_id, exc)
+            await self.lease.release(ran=ran, waiting=self.waiting if ran else None)
 
 
 def host_background(agent: Agent, opened: Any, thread_id: str, resource_id: str | None) -> RunBackground:

@@ -5,6 +5,7 @@ accepts the thread's next call."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from langgraph.types import Interrupt
 
 from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE
 from supervisor_graph.checkpointers.leases import Lease
-from supervisor_graph.declaration.errors import PendingApprovalError
+from supervisor_graph.declaration.errors import PendingApprovalError, StorageUnavailableError
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
 from supervisor_graph.nodes.tools import ABORTED_TOOL_TEXT, DECLINED_TEXT, INTERRUPTED_TOOL_TEXT, approval_consumed
 from supervisor_graph.run.busy import discard_last_run
@@ -29,9 +30,12 @@ __all__ = [
     "DROPPED_TOOL_TEXT",
     "INTERRUPTED_TOOL_TEXT",
     "close_unanswered",
+    "repair_after",
     "settle_thread",
     "waiting_interrupts",
 ]
+
+log = logging.getLogger("supervisor_graph")
 
 DROPPED_TOOL_TEXT = (
     "[Interrupted] A new message arrived while this call waited for an answer "
@@ -128,3 +132,16 @@ async def settle_thread(run: Run, lease: Lease) -> None:
         '(approve_tool_call / decline_tool_call / resume_generate) or pass pending="decline" to decline them',
         items,
     )
+
+
+async def repair_after(run: Run, exc: Exception) -> None:
+    """`run.repair("error")` after the run failed with `exc`, unless the database is what
+    failed: the repair could not be saved either, and the thread's lease, given back
+    flagged for repair (or lapsed), has its next run repair it. A repair that fails is
+    logged, so the run's own error is the one its caller sees."""
+    if isinstance(exc, StorageUnavailableError):
+        return
+    try:
+        await run.repair("error")
+    except StorageUnavailableError as error:
+        log.warning("run %s: its thread could not be repaired now (%s); its next run repairs it", run.run_id, error)

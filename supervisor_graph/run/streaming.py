@@ -14,6 +14,7 @@ from supervisor_graph.nodes.routing import SUPERVISOR_NODE
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.run.chunks import FinishChunk, StreamChunk, make_chunk
 from supervisor_graph.run.partial import PartialObjects, json_value
+from supervisor_graph.run.repair import repair_after
 from supervisor_graph.run.results import GenerateResult, PendingItem, run_schema
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ class AgentStream:
         except BaseException as exc:  # surfaced to readers as an error chunk and by result()
             self._error = exc
             if isinstance(exc, Exception):
-                await run.repair_after(exc)
+                await repair_after(run, exc)
             emit(make_chunk("error", {"error": type(exc).__name__, "message": str(exc)}, run.run_id, (run.agent.id,)))
             if not isinstance(exc, Exception):
                 raise
