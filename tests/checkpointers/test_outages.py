@@ -11,6 +11,7 @@ tests/reliability/test_postgres_restart.py.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 import uuid
@@ -195,3 +196,25 @@ def test_pool_options() -> None:
         PoolOptions(size=3)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="busy_timeout"):
         Memory(":memory:", busy_timeout=0)
+
+
+async def test_a_run_whose_lease_cannot_be_renewed_ends_with_the_outage(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unrenewed, a lease lapses and another run could take the thread: the run ends at
+    the failed renewal (every lease_ttl / 3 s), not at its next write (here a model call
+    of a minute away)."""
+    memory = Memory(":memory:", lease_ttl=0.3)
+    agent = Agent(
+        id="keeper",
+        description="Answers.",
+        model=ScriptedChatModel(policy=lambda m: "answered", latency=60.0),
+        memory=memory,
+    )
+    leases = (await memory.opened()).leases
+
+    async def renew(thread_id: str, owner: str) -> bool:
+        raise StorageUnavailableError("the database is unavailable (no connection)", "unreachable")
+
+    monkeypatch.setattr(leases, "renew", renew)
+    with pytest.raises(StorageUnavailableError):
+        await asyncio.wait_for(agent.generate("hello", memory={"thread": "t"}), 30)  # not the model's minute
+    assert await leases.acquire("t", "next-run") is not None  # the thread was given back
