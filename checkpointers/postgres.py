@@ -131,6 +131,10 @@ def _has_news(conn: Any) -> bool:
         fd = conn.pgconn.socket
     except Exception:  # noqa: BLE001 - closed: libpq has no socket to give
         return True
+    if hasattr(select, "poll"):  # any descriptor number (select() stops at 1024)
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
     readable, _, _ = select.select([fd], [], [], 0)
     return bool(readable)
 
