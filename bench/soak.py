@@ -61,6 +61,7 @@ __all__ = ["SoakResult", "agent", "main", "run_soak"]
 ROOT = Path(__file__).resolve().parents[1]
 STORAGE_ENV = "SG_SOAK_STORAGE"
 TRACE_ENV = "SG_SOAK_TRACE"
+LEASE_TTL_ENV = "SG_SOAK_LEASE_TTL"  # seconds (default 2, as bench.serve_load: a stalled worker's lease lapses soon)
 PATH = "/agent"
 RESOURCE = "soak"
 MODES = ("reject", "enqueue", "interrupt", "rollback")
@@ -109,7 +110,7 @@ def _agent() -> Agent:
     )  # fmt: skip
     return Agent(
         id="boss", tools=[lookup, pay], agents={"research": research},
-        memory=Memory(os.environ.get(STORAGE_ENV, ":memory:"), lease_ttl=2.0),
+        memory=Memory(os.environ.get(STORAGE_ENV, ":memory:"), lease_ttl=float(os.environ.get(LEASE_TTL_ENV, "2"))),
         model=ScriptedChatModel(policy=_boss, latency=0.02, record_calls=False),
     )  # fmt: skip
 

@@ -40,6 +40,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, PendingWrite
 
 from supervisor_graph.checkpointers.compat import WRITES_IDX_MAP, DeltaChannelHistory, DeltaSnapshot, is_overwrite
+from supervisor_graph.checkpointers.fence import hold_fence
 
 __all__ = ["DELTA_REDUCERS", "DeltaHistoryCache", "with_delta_cache"]
 
@@ -134,6 +135,7 @@ class DeltaHistoryCache:
         return key, thread
 
     async def aput(self, config: RunnableConfig, checkpoint: Any, metadata: Any, new_versions: Any) -> RunnableConfig:
+        await hold_fence(config)  # a run whose lease lapsed writes nothing (checkpointers/fence.py)
         # Recorded before the write: with async durability a checkpoint's writes may be
         # stored while the checkpoint itself is still being stored.
         found = self._sg_thread(config)
@@ -155,6 +157,7 @@ class DeltaHistoryCache:
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
+        await hold_fence(config)
         await super().aput_writes(config, writes, task_id, task_path)  # type: ignore[misc]
         found = self._sg_thread(config)
         if found is None:

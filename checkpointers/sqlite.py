@@ -45,6 +45,7 @@ from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_write
 
 from supervisor_graph.checkpointers.compat import on_connection_thread
 from supervisor_graph.checkpointers.connections import connect
+from supervisor_graph.checkpointers.fence import hold_fence
 
 __all__ = ["SqliteCheckpointer", "Synchronous"]
 
@@ -176,6 +177,7 @@ class SqliteCheckpointer(AsyncSqliteSaver):
         own writes, stored right after it returns, carry it, so the thread and the
         delegation's result reach the file together or not at all. Every read here sees
         it (they run after it on the connection)."""
+        await hold_fence(config)
         if not self.is_setup:
             await self.setup()
         row = self._row(config, checkpoint, metadata)

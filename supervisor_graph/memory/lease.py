@@ -16,15 +16,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
+from supervisor_graph.checkpointers.fence import LeaseLapsedError
 from supervisor_graph.checkpointers.leases import LOST, Lease, Leases, new_owner
 from supervisor_graph.declaration.errors import StorageUnavailableError, ThreadBusyError
 
 __all__ = ["ThreadLease"]
 
 log = logging.getLogger("supervisor_graph")
+
+# A write starting later than this share of the ttl after the last renewal was sent checks
+# with the database first: the rest of the ttl is the margin for the write itself.
+HELD_SHARE = 0.8
 
 
 class ThreadLease:
@@ -41,6 +47,7 @@ class ThreadLease:
         "stopped",
         "waker",
         "failure",
+        "held_until",
     )
 
     def __init__(self, leases: Leases, thread_id: str, *, stoppable: bool = False) -> None:
@@ -59,16 +66,20 @@ class ThreadLease:
         self.waker: Callable[[], None] | None = None
         # the lease database went away while the run held the thread (module docstring)
         self.failure: StorageUnavailableError | None = None
+        # monotonic time until which the lease is surely this run's: the saver asks before
+        # each write (checkpointers/fence.py)
+        self.held_until = 0.0
 
     async def acquire(self) -> Lease:
         """Take the thread, or raise `ThreadBusyError` naming it."""
+        sent = time.monotonic()
         got = await self.leases.acquire(self.thread_id, self.owner)
         if got is None:
             raise ThreadBusyError(
                 f"thread {self.thread_id!r} already has a run in progress (in this or another process); "
                 "wait for it or use another thread"
             )
-        self._hold(got)
+        self._hold(got, sent)
         return got
 
     async def wait_turn(self, stop: str | None, abort: Any = None) -> Lease:
@@ -78,9 +89,10 @@ class ThreadLease:
         place = await self.leases.join(self.thread_id, self.owner, stop)
         try:
             while True:
+                sent = time.monotonic()
                 got = await self.leases.claim(self.thread_id, self.owner, place, stop)
                 if got is not None:
-                    self._hold(got)
+                    self._hold(got, sent)
                     return got
                 if abort is not None and abort.is_set():
                     raise ThreadBusyError(
@@ -92,8 +104,9 @@ class ThreadLease:
                 await asyncio.shield(self.leases.leave(self.thread_id, self.owner))
             raise
 
-    def _hold(self, got: Lease) -> None:
+    def _hold(self, got: Lease, sent: float) -> None:
         self.acquired = got
+        self.held_until = sent + self.leases.ttl * HELD_SHARE
         self._first_beat = asyncio.get_running_loop().call_later(self.leases.ttl / 3, self._beat)
         if self.stopped is not None:
             self.leases.watch(self.thread_id, self.owner, self._on_stop)
@@ -127,9 +140,14 @@ class ThreadLease:
         busy_once = False  # a pool with no connection free in time: tried again next period
         while True:
             try:
+                sent = time.monotonic()
                 if not await self.leases.renew(self.thread_id, self.owner):
-                    log.warning("the lease on thread %r was taken over while this run held it", self.thread_id)
+                    # the process was held up past the ttl: another run has the thread, and
+                    # this one must save nothing more (checkpointers/fence.py)
+                    log.warning("the lease on thread %r was taken over while this run held it; ending the run", self.thread_id)
+                    self._lose(LeaseLapsedError(self.thread_id))
                     return
+                self.held_until = sent + self.leases.ttl * HELD_SHARE
                 busy_once = False
             except StorageUnavailableError as exc:
                 if exc.reason == "timeout" and not busy_once:
@@ -144,6 +162,23 @@ class ThreadLease:
             except Exception as exc:  # noqa: BLE001 - a missed renewal is retried next period
                 log.warning("renewing the lease on thread %r failed: %s", self.thread_id, type(exc).__name__)
             await asyncio.sleep(self.leases.ttl / 3)
+
+    async def ensure_held(self) -> None:
+        """Before a write, once `held_until` has passed (the renewals are late: the
+        process was held up): renew now, or raise `LeaseLapsedError` when another run
+        took the thread meanwhile. A lease already given back is not checked."""
+        if self.acquired is None:
+            return
+        if self.failure is not None:
+            raise self.failure
+        sent = time.monotonic()
+        if await self.leases.renew(self.thread_id, self.owner):
+            self.held_until = sent + self.leases.ttl * HELD_SHARE
+            return
+        error = LeaseLapsedError(self.thread_id)
+        log.warning("the lease on thread %r was taken over while this run held it; its write is refused", self.thread_id)
+        self._lose(error)
+        raise error
 
     async def release(self, *, ran: bool = True, waiting: bool | None = None) -> None:
         """Give the thread back. `ran=False`: this holder only read the thread, so a repair

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from supervisor_graph.background.host import RunBackground
 from supervisor_graph.background.outcomes import outcomes
+from supervisor_graph.checkpointers.fence import FENCE_KEY
 from supervisor_graph.declaration.models import check_credentials, model_strings
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.memory.versions import RunVersions
@@ -192,6 +193,8 @@ class Run:
                 lease = ThreadLease(opened.leases, thread_id, stoppable=True)
                 # double texting (SPEC §29): follow-up runs of background outcomes never wait
                 await take_thread(lease, "reject" if notices_only else opts.on_busy, opts.abort_signal)
+            # the saver refuses this run's writes once its lease is no longer its own (issue 46)
+            config["configurable"][FENCE_KEY] = lease
         request_context = opts.request_context if opts.request_context is not None else RequestContext()
         request_context.set(RUN_ID_KEY, str(run_uuid))
         if thread_id is not None:
