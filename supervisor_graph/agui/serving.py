@@ -14,6 +14,7 @@ Every refusal is JSON: `{"code": "...", "detail": ...}` (FastAPI's `detail` plus
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import logging
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AUTH_TOKEN_ENV",
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_READ_TIMEOUT",
     "DEFAULT_MAX_THREAD_ID_LENGTH",
     "LOOPBACK_HOSTS",
     "Guard",
@@ -54,6 +56,9 @@ log = logging.getLogger("supervisor_graph.agui")
 
 AUTH_TOKEN_ENV = "SUPERVISOR_GRAPH_AUTH_TOKEN"
 DEFAULT_MAX_BODY_BYTES = 1_000_000
+# seconds a client has to send a request's head (`deadline.py`, under `serve`) and,
+# from then on, its body (the Guard)
+DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_MAX_THREAD_ID_LENGTH = 256
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
@@ -78,9 +83,13 @@ def root_thread(thread_id: str) -> str:
 def thread_id_problem(thread_id: str, max_length: int | None = DEFAULT_MAX_THREAD_ID_LENGTH) -> str | None:
     """Why a client may not name `thread_id` (None: it may). `/` is refused because a
     thread id is one path segment of the routes that read a thread: an id that could be
-    created but not opened would be a trap."""
+    created but not opened would be a trap. `.` and `..` for the same reason: HTTP
+    clients (browsers' fetch, curl, httpx) resolve them as path steps, also written
+    `%2E%2E`, so `/threads/..` reaches another route."""
     if not thread_id:
         return "The thread id is empty."
+    if thread_id in (".", ".."):
+        return f"The thread id {thread_id!r} is a path step that HTTP clients resolve away; use another id."
     if max_length is not None and len(thread_id) > max_length:
         return f"The thread id is longer than {max_length} characters."
     if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in thread_id):
@@ -106,6 +115,25 @@ async def thread_access(bridge: AGUIAgent, request: Request, thread_id: str) -> 
     return await bridge.access(request, thread_id, thread_id_limit(request))
 
 
+# FastAPI's 400 for a JSON body that json.loads fails on with anything but a
+# JSONDecodeError (those are 422 json_invalid already): invalid UTF-8, nesting deeper than
+# Python's recursion limit, a number of more than 4,300 digits
+_UNPARSED = "There was an error parsing the body"
+
+
+def _unparsed(cause: BaseException | None) -> dict[str, Any]:
+    """The validation error of a JSON body that could not be read, in the shape of
+    FastAPI's `json_invalid` (a decision: every body that is not JSON is 422
+    `INVALID_REQUEST`, as docs/serving-safely.md says, whatever failed in the parser)."""
+    if isinstance(cause, UnicodeDecodeError):
+        msg = "The body is not UTF-8 text."
+    elif isinstance(cause, RecursionError):
+        msg = "The body nests arrays and objects too deep."
+    else:
+        msg = "The body is not JSON that can be read (a number out of range?)."
+    return {"type": "json_invalid", "loc": ["body"], "msg": msg}
+
+
 def add_error_handlers(app: FastAPI) -> None:
     """Every refusal of `app` as JSON with a code: the bridge's own, a body that does not
     validate, and the framework's (404, 405, ...)."""
@@ -121,6 +149,8 @@ def add_error_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
+        if exc.status_code == 400 and exc.detail == _UNPARSED:
+            return refusal(422, "INVALID_REQUEST", [_unparsed(exc.__cause__)])
         return refusal(exc.status_code, _HTTP_CODES.get(exc.status_code, "HTTP_ERROR"), exc.detail, exc.headers)
 
     # the database is down (history, threads, state routes): 503 with a code, not a bare 500
@@ -180,9 +210,14 @@ class _BodyTooLarge(Exception):
     pass
 
 
+class _BodyTooSlow(Exception):
+    pass
+
+
 class Guard:
-    """ASGI middleware: the host check, the token check and the body limit, in that
-    order (a rebinding page learns nothing, not even that a token is needed)."""
+    """ASGI middleware: the host check, the token check and the body limits (size and
+    read deadline), in that order (a rebinding page learns nothing, not even that a
+    token is needed)."""
 
     def __init__(
         self,
@@ -193,8 +228,10 @@ class Guard:
         public_paths: Iterable[str],
         public_prefixes: tuple[str, ...] = (),
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        read_timeout: float | None = DEFAULT_READ_TIMEOUT,
     ) -> None:
         self.app = app
+        self.read_timeout = read_timeout or None
         self.allowed_hosts = [_bracketed(h.strip().lower()) for h in allowed_hosts if h.strip()]
         self.any_host = "*" in self.allowed_hosts
         self.token = auth_token.encode() if auth_token else None
@@ -251,31 +288,52 @@ class Guard:
 
     async def _limited(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Count the body as it arrives (no or a false Content-Length): past the limit the
-        app's reading fails, and whatever it answers to that becomes a 413."""
+        app's reading fails, and whatever it answers to that becomes a 413. The body must
+        also be whole within `read_timeout` seconds of the request's start, or the
+        reading fails the same way and the answer is a 408 that closes the connection
+        (a client trickling its body would hold the connection for ever: uvicorn has no
+        such deadline)."""
         received = 0
-        exceeded = started = False
+        refused: type[Exception] | None = None
+        started = whole = False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.read_timeout if self.read_timeout else None
 
         async def counted() -> Message:
-            nonlocal received, exceeded
-            message = await receive()
+            nonlocal received, refused, whole
+            if whole or deadline is None:
+                message = await receive()
+            else:
+                try:
+                    message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0))
+                except TimeoutError:
+                    refused = _BodyTooSlow
+                    raise _BodyTooSlow from None
             if message["type"] == "http.request":
+                whole = not message.get("more_body", False)
                 received += len(message.get("body", b""))
                 if received > self.max_body_bytes:
-                    exceeded = True
+                    refused = _BodyTooLarge
                     raise _BodyTooLarge
             return message
 
         async def answer(message: Message) -> None:
             nonlocal started
-            if exceeded and not started:
+            if refused is not None and not started:
                 return
             started = started or message["type"] == "http.response.start"
             await send(message)
 
         try:
             await self.app(scope, counted, answer)
-        except _BodyTooLarge:
+        except (_BodyTooLarge, _BodyTooSlow):
             pass
-        if exceeded and not started:
-            log.info("refused a request body over %d bytes", self.max_body_bytes)
-            await self._too_large(scope, receive, send)
+        if refused is None or started:
+            return
+        if refused is _BodyTooSlow:
+            log.info("refused a request body not whole within %ss", self.read_timeout)
+            detail = f"The request body did not arrive within {self.read_timeout:g} seconds."
+            await refusal(408, "REQUEST_TIMEOUT", detail, {"Connection": "close"})(scope, receive, send)
+            return
+        log.info("refused a request body over %d bytes", self.max_body_bytes)
+        await self._too_large(scope, receive, send)

@@ -29,6 +29,12 @@ __all__ = ["KEEP_ALIVE", "add_agui_endpoint", "route_path"]
 
 KEEP_ALIVE = ": keep-alive\n\n"
 
+# Characters JSON may carry raw that Python's str.splitlines() (which some SSE clients use to
+# cut a stream into lines, schemathesis among them) takes for line breaks: an event whose
+# text holds one would reach them cut in two. Written as JSON escapes, the event means the
+# same to every client. (JSON escapes CR, LF and the other control characters itself.)
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
 
 async def _watch_disconnect(request: Request, controller: AbortController) -> None:
     while True:
@@ -57,7 +63,7 @@ async def _sse(bridge: AGUIAgent, input: RunAgentInput, request: Request, keepal
             except StopAsyncIteration:
                 break
             upcoming = None
-            yield encoder.encode(event)
+            yield encoder.encode(event).translate(_LINE_BREAKS)
     finally:
         watcher.cancel()
         if upcoming is not None:

@@ -7,7 +7,7 @@
     supervisor-graph serve TARGET [--port N] [--host HOST] [--path /agent]
                            [--subagents hidden|attributed] [--resource ID]
                            [--auth-token TOKEN] [--allowed-hosts H1,H2] [--workers N]
-                           [--max-body-bytes N] [--max-thread-id-length N]
+                           [--max-body-bytes N] [--max-thread-id-length N] [--read-timeout S]
                            [--on-busy reject|enqueue|interrupt|rollback]
     supervisor-graph versions list|save|publish|show TARGET AGENT_ID [...] [--db PATH]
     supervisor-graph eval TARGET CASES [--repeat K] [--concurrency N] [--json F] [--junit F]
@@ -118,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--max-thread-id-length", type=int, default=256, help="longer thread ids get 422 (default 256)"
+    )
+    serve.add_argument(
+        "--read-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds a client has to send a request's headers (from connecting, or from the previous response) "
+        "and then its body; slower ones get 408 and are disconnected (default 30; 0: no deadline)",
     )
     serve.add_argument(
         "--workers", type=int, default=1, help="worker processes (more than 1 needs the agent's memory on sqlite or Postgres)"

@@ -20,7 +20,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     token = args.auth_token or None
     try:
         from supervisor_graph.agui.endpoint import check_binding
-        from supervisor_graph.agui.serving import default_allowed_hosts
+        from supervisor_graph.agui.serving import DEFAULT_READ_TIMEOUT, default_allowed_hosts
     except ImportError as exc:
         raise CLIError(f"serve needs the agui extra: pip install 'supervisor-graph[agui]' ({exc.name} is missing)") from None
     try:
@@ -31,6 +31,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CLIError(f"--workers must be at least 1, not {args.workers}")
     if args.max_body_bytes < 1 or args.max_thread_id_length < 1:
         raise CLIError("--max-body-bytes and --max-thread-id-length must be at least 1")
+    read_timeout = getattr(args, "read_timeout", DEFAULT_READ_TIMEOUT)
+    if read_timeout < 0:
+        raise CLIError(f"--read-timeout must be 0 (no deadline) or more, not {read_timeout:g}")
     hosts = [h.strip() for h in args.allowed_hosts.split(",") if h.strip()] if args.allowed_hosts else None
     settings: dict[str, Any] = {
         "path": args.path,
@@ -40,6 +43,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "allowed_hosts": hosts if hosts is not None else default_allowed_hosts(args.host),
         "max_body_bytes": args.max_body_bytes,
         "max_thread_id_length": args.max_thread_id_length,
+        "read_timeout": read_timeout or None,
         "on_busy": getattr(args, "on_busy", "reject"),
     }
     if args.mcp:
@@ -77,25 +81,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 f"--workers {args.workers} needs the agent's memory on sqlite or Postgres "
                 "(each worker is a process of its own; they share only the database)"
             )
-        import uvicorn
-
+        from supervisor_graph.agui.endpoint import run_uvicorn
         from supervisor_graph.cli.workers import SERVE_ENV, app
 
         os.environ[SERVE_ENV] = json.dumps({"target": args.target, **settings})
         print(f"{shown} ({args.workers} workers)", flush=True)
         # by name, not the object: uvicorn imports the factory again in each worker process
         factory = f"{app.__module__}:{app.__name__}"
-        uvicorn.run(factory, factory=True, host=args.host, port=args.port, workers=args.workers, log_level="info")
+        run_uvicorn(
+            factory, factory=True, host=args.host, port=args.port, workers=args.workers, read_timeout=read_timeout
+        )
         return 0
-    from supervisor_graph.agui.endpoint import serve
+    from supervisor_graph.agui.endpoint import run_uvicorn, serve
 
     if args.mcp or args.a2a:
-        import uvicorn
-
         from supervisor_graph.cli.workers import build_app
 
         print(shown, flush=True)
-        uvicorn.run(build_app(agent, settings), host=args.host, port=args.port, log_level="info")
+        run_uvicorn(build_app(agent, settings), host=args.host, port=args.port, read_timeout=read_timeout)
         return 0
     print(shown, flush=True)
     serve(agent, host=args.host, port=args.port, **settings)

@@ -26,8 +26,12 @@ SERVE_ENV = "SUPERVISOR_GRAPH_SERVE"
 
 def app() -> FastAPI:
     """uvicorn's app factory in each worker process."""
+    from supervisor_graph.agui.deadline import set_read_timeout
+
     settings = json.loads(os.environ[SERVE_ENV])
     target = settings.pop("target")
+    # the request-head deadline is the protocol's, per process (uvicorn builds it from the class)
+    set_read_timeout(settings.get("read_timeout"))
     return build_app(load_agent(target), settings)
 
 
