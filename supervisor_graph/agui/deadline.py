@@ -52,6 +52,7 @@ class RequestHeadDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     read_timeout: ClassVar[float | None] = DEFAULT_READ_TIMEOUT
 
     _deadline: asyncio.TimerHandle | None = None
+    _in_head = False  # between requests, or reading one's head
     _before: Any = None  # the request cycle before the awaited request's
     _head_bytes = 0
 
@@ -64,11 +65,10 @@ class RequestHeadDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        waiting = self._deadline is not None
-        if waiting:
+        if self._in_head:
             self._head_bytes += len(data)
         super().data_received(data)
-        if not waiting or self.transport.is_closing():
+        if not self._in_head or self.transport.is_closing():
             return
         if self.cycle is not self._before:
             self._stop()  # the head is complete: uvicorn has started the request's cycle
@@ -87,12 +87,14 @@ class RequestHeadDeadline(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
 
     def _await_head(self) -> None:
         self._stop()
+        self._in_head = True
+        self._before = self.cycle
+        self._head_bytes = 0
         if self.read_timeout:
-            self._before = self.cycle
-            self._head_bytes = 0
             self._deadline = self.loop.call_later(self.read_timeout, self._expired)
 
     def _stop(self) -> None:
+        self._in_head = False
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None

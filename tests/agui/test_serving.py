@@ -136,7 +136,7 @@ async def test_malformed_requests_get_a_code_never_a_500(server, client) -> None
     no_user = await client.get(f"{url}{HISTORY}", headers=BEARER)
     assert (no_user.status_code, no_user.json()["code"]) == (401, "RESOURCE_REQUIRED")
     assert (await _run(client, url, "t-nobody", user=None))[-1]["code"] == "RESOURCE_REQUIRED"
-    for thread in ("", "::", "::x", "a\x00b", "a\nb", "a\x1fb", "a\x7fb", "a/b"):
+    for thread in ("", "::", "::x", "a\x00b", "a\nb", "a\x1fb", "a\x7fb", "a/b", ".", ".."):
         refused = await _run(client, url, thread)
         assert (refused.status_code, refused.json()["code"]) == (422, "INVALID_THREAD_ID"), repr(thread)
     for segment in ("%3A%3A", "a%00b", "a%0Ab", "%3A%3Aresearch"):
@@ -147,6 +147,51 @@ async def test_malformed_requests_get_a_code_never_a_500(server, client) -> None
         assert (bad.status_code, bad.json()["code"]) == (422, "INVALID_REQUEST")
     missing = await client.get(f"{url}/nowhere", headers=BEARER)
     assert (missing.status_code, missing.json()["code"]) == (404, "NOT_FOUND")
+
+
+async def test_a_body_that_is_not_json_is_422_whatever_failed_in_the_parser(client) -> None:
+    """Not UTF-8, nested past Python's recursion limit, a number of 5,000 digits: FastAPI
+    answered these 400 BAD_REQUEST; like any body that is not JSON they are 422
+    INVALID_REQUEST, with a `json_invalid` issue that says why in our words."""
+    headers = {"content-type": "application/json"}
+    with ThreadServer(create_app(researcher())) as served:
+        for content, why in (
+            (b'{"threadId": "\xff\xfe"}', "not UTF-8"),
+            (b"[" * 10_000 + b"]" * 10_000, "too deep"),
+            (b'{"threadId": "t", "runId": ' + b"9" * 5000 + b"}", "number"),
+        ):
+            bad = await client.post(f"{served.url}/agent", content=content, headers=headers)
+            assert (bad.status_code, bad.json()["code"]) == (422, "INVALID_REQUEST"), bad.text
+            [issue] = bad.json()["detail"]
+            assert issue["type"] == "json_invalid" and issue["loc"] == ["body"], issue
+            assert why in issue["msg"], issue
+            assert "codec" not in bad.text and "recursion" not in bad.text
+
+
+async def test_the_openapi_document_describes_the_refusals(server, client) -> None:
+    """Every 422 the app sends has the shape the document gives it (a Refusal, not
+    FastAPI's HTTPValidationError), and each route lists the statuses it answers."""
+    url, _ = server
+    document = (await client.get(f"{url}/openapi.json", headers=BEARER)).json()
+    models = document["components"]["schemas"]
+    assert "HTTPValidationError" not in models
+    assert set(models["Refusal"]["required"]) == {"code", "detail"}
+    run = document["paths"]["/agent"]["post"]
+    assert set(run["responses"]) == {"200", "400", "401", "408", "413", "422"}
+    assert run["responses"]["422"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Refusal"}
+    assert run["security"] == [{"bearer": []}]
+    assert document["paths"]["/agent/health"]["get"]["security"] == []
+    history = document["paths"][HISTORY + "/{thread_id}"]["get"]
+    assert {"401", "403", "404", "422", "503"} <= set(history["responses"])
+    thread_id = models["RunAgentInput"]["properties"]["threadId"]
+    assert thread_id["maxLength"] == 256 and thread_id["minLength"] == 1
+    import re
+
+    pattern = re.compile(thread_id["pattern"])
+    for good in ("t-1", "a::b", "ü", "..."):
+        assert pattern.search(good), good
+    for bad in (".", "..", "a/b", "::x", "a\nb", "a\x00b", "a\u2028b"):
+        assert not pattern.search(bad), bad
 
 
 def test_serve_refuses_a_public_host_without_a_token(monkeypatch, capsys) -> None:

@@ -463,3 +463,15 @@ def test_main_in_process_gives_back_the_callers_sigpipe_handler() -> None:
     before = signal.getsignal(signal.SIGPIPE)
     assert main(["draw", EXAMPLE]) == 0
     assert signal.getsignal(signal.SIGPIPE) == before  # a test suite calling main() must not die on a closed socket later
+
+
+def test_serve_takes_a_read_timeout(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--read-timeout S` (default 30, 0 for none) reaches the app; a negative one is a
+    one-line mistake before anything is served (the deadline itself: tests/agui/test_deadline.py)."""
+    from supervisor_graph.cli.main import build_parser
+
+    assert build_parser().parse_args(["serve", "x:y"]).read_timeout == 30.0
+    assert build_parser().parse_args(["serve", "x:y", "--read-timeout", "2.5"]).read_timeout == 2.5
+    monkeypatch.delenv("SUPERVISOR_GRAPH_AUTH_TOKEN", raising=False)
+    assert main(["serve", "tests/agui/served.py:supervisor", "--read-timeout", "-1"]) == 2
+    assert "--read-timeout must be 0 (no deadline) or more, not -1" in capsys.readouterr().err
