@@ -48,6 +48,7 @@ class ThreadLease:
         "waker",
         "failure",
         "held_until",
+        "owes_repair",
     )
 
     def __init__(self, leases: Leases, thread_id: str, *, stoppable: bool = False) -> None:
@@ -66,6 +67,9 @@ class ThreadLease:
         self.waker: Callable[[], None] | None = None
         # the lease database went away while the run held the thread (module docstring)
         self.failure: StorageUnavailableError | None = None
+        # the run ended without closing its tool calls (its repair could not be saved): the
+        # release flags the thread, so its next run closes them first
+        self.owes_repair = False
         # monotonic time until which the lease is surely this run's: the saver asks before
         # each write (checkpointers/fence.py)
         self.held_until = 0.0
@@ -198,7 +202,7 @@ class ThreadLease:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
-        repair = not ran and acquired.repair
+        repair = self.owes_repair or (not ran and acquired.repair)
         waiting = acquired.waiting if waiting is None else waiting
         try:
             await self.leases.release(self.thread_id, self.owner, repair=repair, waiting=waiting)

@@ -136,12 +136,15 @@ async def settle_thread(run: Run, lease: Lease) -> None:
 
 async def repair_after(run: Run, exc: Exception) -> None:
     """`run.repair("error")` after the run failed with `exc`, unless the database is what
-    failed: the repair could not be saved either, and the thread's lease, given back
-    flagged for repair (or lapsed), has its next run repair it. A repair that fails is
-    logged, so the run's own error is the one its caller sees."""
-    if isinstance(exc, StorageUnavailableError):
-        return
+    failed: the repair could not be saved either, so the thread's lease is given back
+    flagged for repair (or lapses, which flags it too) and its next run repairs it. A
+    repair that fails is logged, so the run's own error is the one its caller sees."""
     try:
+        if isinstance(exc, StorageUnavailableError):
+            raise exc
         await run.repair("error")
     except StorageUnavailableError as error:
-        log.warning("run %s: its thread could not be repaired now (%s); its next run repairs it", run.run_id, error)
+        if run.lease is not None:
+            run.lease.owes_repair = True
+        if error is not exc:
+            log.warning("run %s: its thread could not be repaired now (%s); its next run repairs it", run.run_id, error)

@@ -24,7 +24,7 @@ import pytest
 from ag_ui.core import RunAgentInput, UserMessage
 from fastapi import FastAPI
 from psycopg_pool import PoolTimeout
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from supervisor_graph import Agent, Memory, StorageUnavailableError
 from supervisor_graph.agui.agent import AGUIAgent
@@ -218,3 +218,47 @@ async def test_a_run_whose_lease_cannot_be_renewed_ends_with_the_outage(monkeypa
     with pytest.raises(StorageUnavailableError):
         await asyncio.wait_for(agent.generate("hello", memory={"thread": "t"}), 30)  # not the model's minute
     assert await leases.acquire("t", "next-run") is not None  # the thread was given back
+
+
+async def test_a_run_cut_by_a_full_disk_leaves_its_thread_for_the_next_run_to_repair(tmp_path: Path) -> None:
+    """The tool ran, its result could not be stored: the run ends with the outage, its
+    repair (which could not be stored either) is left to the thread's next run, which
+    closes the call before its own input, as after a crash."""
+    from langchain_core.messages import ToolMessage
+
+    from supervisor_graph import create_tool
+    from supervisor_graph.testing import tool_call
+
+    memory = Memory(f"file:{tmp_path / 'memory.db'}", busy_timeout=BUSY_TIMEOUT)
+
+    async def fill_the_disk(args: Any) -> str:
+        saver: Any = await memory.checkpointer()
+        pages = (await (await saver.conn.execute("PRAGMA page_count")).fetchone())[0]
+        await saver.conn.execute(f"PRAGMA max_page_count = {pages}")
+        return "y" * 100_000  # a result the file has no room for
+
+    class Nothing(BaseModel):
+        pass
+
+    tool = create_tool(id="fetch", description="Fetch.", input_schema=Nothing, execute=fill_the_disk)
+
+    def policy(messages: list[Any]) -> Any:
+        if isinstance(messages[-1], ToolMessage):
+            return "fetched"
+        return tool_call("fetch", {}) if messages[-1].content == "fetch" else "answered"
+
+    agent = Agent(id="keeper", description="Fetches.", tools=[tool], model=ScriptedChatModel(policy=policy), memory=memory)
+    try:
+        with pytest.raises(StorageUnavailableError):
+            await agent.generate("fetch", memory={"thread": "t"})
+        saver: Any = await memory.checkpointer()
+        await saver.conn.execute("PRAGMA max_page_count = 1073741823")
+        assert (await agent.generate("hello", memory={"thread": "t"})).text == "answered"
+        messages = await memory.get_messages("t")
+        kinds = [m.type for m in messages]
+        assert kinds == ["human", "ai", "tool", "human", "ai"], kinds
+        # the tool ran and its result is lost: "outcome unknown", as after a crash (not
+        # "[Aborted] ... cancelled before the tool ran", which the model would believe)
+        assert messages[2].content.startswith("[Interrupted]"), messages[2].content
+    finally:
+        await memory.aclose()
