@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from supervisor_graph.agui.frontend import InputError
 from supervisor_graph.agui.interrupts import ResumeError
-from supervisor_graph.checkpointers.outages import unavailable
+from supervisor_graph.checkpointers.outages import StorageUnavailableError
 from supervisor_graph.declaration.errors import (
     MissingAPIKeyError,
     NothingPendingError,
@@ -58,13 +58,14 @@ def client_error(exc: BaseException, resuming: bool) -> tuple[str, str]:
 
 
 def storage_outage(exc: BaseException) -> bool:
-    """Whether `exc`, or an error it was raised from (`raise ... from`), says the database
-    is unavailable (`StorageUnavailableError`, or a driver error that means it, raised
-    where nothing translated it)."""
+    """Whether `exc`, or an error it was raised from (`raise ... from`), is the memory's
+    database being unavailable (`StorageUnavailableError`, which the storage layer raises
+    for its driver's errors; a driver error from elsewhere, a tool's own database, is
+    not the memory's outage)."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if unavailable(current) is not None:
+        if isinstance(current, StorageUnavailableError):
             return True
         seen.add(id(current))
         current = current.__cause__

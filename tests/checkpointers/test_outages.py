@@ -153,10 +153,13 @@ async def test_agui_ends_a_run_on_a_locked_file_with_storage_unavailable(tmp_pat
 def test_which_driver_errors_mean_the_database_is_unavailable(error: BaseException, reason: str | None) -> None:
     found = unavailable(error)
     assert (found.reason if found is not None else None) == reason
-    code, message = client_error(error, False)
+    # what the storage layer raises: the outage, or the driver's error unchanged
+    code, message = client_error(found or error, False)
     assert (code == "STORAGE_UNAVAILABLE") == (reason is not None)
     if reason is not None:  # one message of ours, whatever the driver said
         assert message == STORAGE_UNAVAILABLE_MESSAGE
+    else:
+        assert client_error(error, False)[0] == "AGENT_ERROR"
 
 
 def test_a_wrapped_outage_still_reads_as_one() -> None:
