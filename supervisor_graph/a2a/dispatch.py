@@ -15,7 +15,8 @@ whatever the exception said, which may name files, tables or SQL. Here:
   "Internal error" and no more (the SDK has logged the exception with its traceback),
   the 0.3 adapter's `-32600` keeps its code with our message and the fields pydantic
   named (not its prose); the A2A errors that mean something to a client (task not
-  found, invalid params naming the field, ...) pass unchanged;
+  found, invalid params, ...) keep their code and message, an invalid-params error's
+  details naming the field the parser refused (`data.field`) instead of its report;
 - a stream that fails part-way ends with the same sanitised `-32603` event
   (`SafeRequestHandler`).
 """
@@ -23,6 +24,7 @@ whatever the exception said, which may name files, tables or SQL. Here:
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -68,13 +70,32 @@ def _fields(report: str) -> list[str]:
     return [line.strip() for line in report.splitlines()[1:] if line.strip() and not line.startswith(" ")][:10]
 
 
+_FIELD = re.compile(r"Failed to parse (\w+) field")
+_AT = re.compile(r' at "([\w.\[\]]{1,200})"')
+
+
+def _field(report: str) -> str:
+    """The field a protobuf parse report names (`Failed to parse message field: Failed to
+    parse role field: <Python's words>` -> `message.role`), without its prose."""
+    chain = _FIELD.findall(report)
+    if chain:
+        return ".".join(chain[:20])
+    found = _AT.search(report)
+    return found.group(1) if found else "params"
+
+
 def _ours(error: Exception | JSONRPCError | A2AError) -> Exception | JSONRPCError | A2AError:
-    """The error a client may see (module docstring). The A2A errors pass unchanged:
-    their messages are the protocol's, and the details of an invalid-params error name
-    the field of the client's own request that the parser refused."""
+    """The error a client may see (module docstring). The A2A errors keep their code and
+    message, which are the protocol's; an invalid-params error's details name the field
+    of the client's request that the parser refused, not the parser's words (which can
+    be Python's: "invalid literal for int() with base 10")."""
     if isinstance(error, A2AInternalError):
         return A2AInternalError(message=INTERNAL_MESSAGE)
     if isinstance(error, A2AError):
+        report = error.data.get("parseError") if isinstance(error.data, dict) else None
+        if isinstance(report, str):
+            # the same class: the SDK maps an error to its code by its exact type
+            return type(error)(message=error.message, data={"field": _field(report)})
         return error
     if not isinstance(error, JSONRPCError):
         return RPCInternalError(message=INTERNAL_MESSAGE)

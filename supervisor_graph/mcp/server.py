@@ -20,6 +20,7 @@ asking for them gets "method not found"), and there are no completions.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
@@ -38,6 +39,7 @@ from ag_ui.core import (
 )
 from fastapi import FastAPI
 from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import (
     INVALID_PARAMS,
@@ -50,17 +52,21 @@ from mcp.types import (
     ReadResourceRequest,
     TextContent,
 )
+from pydantic import ValidationError
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from supervisor_graph.agui.agent import AGUIAgent
 from supervisor_graph.agui.jsonrpc import with_checked_body
+from supervisor_graph.agui.outcomes import client_error
 from supervisor_graph.agui.serving import DEFAULT_MAX_THREAD_ID_LENGTH, thread_id_problem
 from supervisor_graph.mcp.progress import ProgressReporter
 from supervisor_graph.run.busy import OnBusy
 
 __all__ = ["add_mcp_endpoint", "tool_name"]
+
+log = logging.getLogger("supervisor_graph.mcp")
 
 
 def tool_name(agent_id: str) -> str:
@@ -208,6 +214,34 @@ def _declare_only_what_is_served(server: FastMCP) -> None:
     server._mcp_server.set_logging_level()(set_level)  # type: ignore[no-untyped-call]
 
 
+def _errors_in_our_words(server: FastMCP) -> None:
+    """A tool call that fails answers a tool error of ours. FastMCP words every failure
+    "Error executing tool ...: <the exception>", which for arguments of the wrong type is
+    pydantic's whole report (input values, a link to its docs) and for anything else the
+    exception's text. Here: `INVALID_ARGUMENTS` naming each argument and what is wrong
+    with it, or the code and message an AG-UI client gets (`client_error`; the
+    exception goes to the log). FastMCP's own refusals (an unknown tool) keep their words."""
+
+    async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
+        try:
+            return await FastMCP.call_tool(server, name, arguments)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if cause is None:
+                raise
+            if isinstance(cause, ValidationError):
+                problems = "; ".join(
+                    f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+                    for error in cause.errors()[:10]
+                )
+                raise ToolError(f"INVALID_ARGUMENTS: {problems}") from None
+            log.error("MCP tool %s failed", name, exc_info=cause)
+            code, text = client_error(cause, False)
+            raise ToolError(f"{code}: {text}") from None
+
+    server._mcp_server.call_tool(validate_input=False)(call_tool)
+
+
 def _with_session_manager(app: FastAPI, server: FastMCP) -> None:
     """Run the MCP session manager for the app's lifetime (around its own lifespan)."""
     inner: Callable[[Any], AbstractAsyncContextManager[Any]] = app.router.lifespan_context
@@ -308,6 +342,7 @@ def add_mcp_endpoint(
     if declared is not None:
         _declare_output_schema(server, tool_name(agent_id), result_schema(declared.json_schema))
     _declare_only_what_is_served(server)
+    _errors_in_our_words(server)
     server.streamable_http_app()  # creates the session manager; its own Starlette app is not used
     app.router.routes.append(Route(path, endpoint=_Handler(server), methods=["GET", "POST", "DELETE"]))
     _with_session_manager(app, server)

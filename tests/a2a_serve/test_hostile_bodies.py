@@ -87,6 +87,8 @@ def _rpc(url: str, method: str, params: Any, request_id: Any = None) -> dict[str
         ("SendMessage", {"message": "hello"}, "message"),
         ("SendMessage", {"message": {"messageId": "m", "role": "KING", "parts": [{"text": "x"}]}}, "role"),
         ("GetTask", {"id": 5}, "id"),
+        ("GetTask", {"id": "t", "historyLength": "x"}, "historyLength"),  # protobuf: "invalid literal for int()"
+        ("ListTasks", {"pageSize": 1e300}, "pageSize"),
         ("message/send", {"message": "hello"}, "message"),  # the 0.3 adapter (pydantic)
         ("message/send", {"message": {"role": 7}}, "role"),
     ],

@@ -70,6 +70,8 @@ PYTHON_WORDS = (
     "typeerror",
     "valueerror",
     'file "',
+    "invalid literal for",
+    "error executing tool",
 )
 
 

@@ -89,3 +89,25 @@ async def test_the_server_still_answers_a_call_after_them(served: str) -> None:
     result = await call_tool(served, "ask_echo", {"prompt": "still here"}, {"authorization": f"Bearer {TOKEN}"})
     assert not result.isError
     assert result.content[0].text == "echo: still here"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ({"prompt": 5}, "INVALID_ARGUMENTS: prompt: Input should be a valid string"),
+        ({}, "INVALID_ARGUMENTS: prompt: Field required"),
+        ({"prompt": "hi", "on_busy": "never"}, "INVALID_ARGUMENTS: on_busy: Input should be 'reject'"),
+        ({"prompt": "hi", "thread_id": ".."}, "INVALID_THREAD_ID: The thread id '..' is a path step"),
+    ],
+)
+async def test_arguments_of_the_wrong_type_are_a_tool_error_in_our_words(
+    served: str, arguments: dict[str, object], said: str
+) -> None:
+    """FastMCP words these "Error executing tool ...: 1 validation error for askArguments ...
+    [type=string_type, input_value=5, ...] For further information visit
+    https://errors.pydantic.dev/..."."""
+    result = await call_tool(served, "ask_echo", arguments, {"authorization": f"Bearer {TOKEN}"})
+    assert result.isError
+    text = result.content[0].text
+    assert text.startswith(said), text
+    assert python_words_in(text) == [], text
