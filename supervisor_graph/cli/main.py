@@ -12,6 +12,7 @@
     supervisor-graph versions list|save|publish|show TARGET AGENT_ID [...] [--db PATH]
     supervisor-graph eval TARGET CASES [--repeat K] [--concurrency N] [--json F] [--junit F]
                           [--baseline F] [--url URL]   (docs/evaluations.md)
+    supervisor-graph eval --example [--json F] [--junit F]   (the packaged cases on the demo team)
 
 TARGET names an `Agent`: `package.module:attr` or `path/to/file.py:attr`.
 

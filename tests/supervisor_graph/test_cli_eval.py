@@ -4,6 +4,9 @@ passed, 1 a case failed, 2 the harness could not run), its JSON and JUnit files.
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -21,16 +24,60 @@ def sg(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CLI, "eval", *args], cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
-def test_the_demo_dataset_fails_on_its_one_purposeful_case(tmp_path: Path) -> None:
-    proc = sg("supervisor_graph.examples.research_write:agent", str(DEMO_CASES), "--json", str(tmp_path / "r.json"),
-              "--junit", str(tmp_path / "r.xml"))  # fmt: skip
-    assert proc.returncode == 1, proc.stderr
+def documented_example_command() -> list[str]:
+    """The `eval --example` line of docs/evaluations.md's bash block, as written there."""
+    page = (REPO / "docs" / "evaluations.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", page, flags=re.DOTALL)
+    lines = [line for block in blocks for line in block.splitlines() if line.startswith("supervisor-graph eval --example")]
+    assert len(lines) == 1, f"docs/evaluations.md should show one `supervisor-graph eval --example` command: {lines}"
+    return shlex.split(lines[0])
+
+
+def test_the_documented_command_runs_as_written_from_any_folder(tmp_path: Path) -> None:
+    # the packaged cases are found inside the installed package, not next to where it runs
+    argv = documented_example_command()
+    assert argv[0] == "supervisor-graph"
+    proc = subprocess.run([CLI, *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # its last case fails on purpose
+    assert "cannot read it" not in proc.stderr
     assert "5 cases: 4 passed, 1 failed, 0 errored" in proc.stdout
-    data = json.loads((tmp_path / "r.json").read_text())
+    data = json.loads((tmp_path / "report.json").read_text())
     assert [c["status"] for c in data["cases"]] == ["passed"] * 4 + ["failed"]
     assert data["cases"][4]["runs"][0]["differences"][0]["kind"] == "order"
-    suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    suite = ET.parse(tmp_path / "report.xml").getroot().find("testsuite")
     assert suite is not None and (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("5", "1", "0")
+
+
+def test_the_example_runs_the_same_cases_as_naming_the_file(tmp_path: Path) -> None:
+    proc = sg("supervisor_graph.examples.research_write:agent", str(DEMO_CASES), "--json", str(tmp_path / "r.json"))
+    assert proc.returncode == 1, proc.stderr
+    assert [c["id"] for c in json.loads((tmp_path / "r.json").read_text())["cases"]] == [
+        "research-then-write", "publish-approved", "publish-edited", "publish-rejected", "writes-before-research",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "args", [["--example", TEAM], ["--example", "cases.yaml", "--url", "http://127.0.0.1:9/agent"], [TEAM]]
+)
+def test_example_with_a_target_or_no_cases_at_all_exits_2(args: list[str]) -> None:
+    proc = sg(*args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("supervisor-graph: error: ")
+
+
+def test_a_piped_table_never_cuts_a_case_id(tmp_path: Path) -> None:
+    ids = ["the-team-researches-bees-before-it-writes-anything-at-all", "a-delegation-to-a-poet-that-never-happens-here"]
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(
+        f"- id: {ids[0]}\n  input: Research bees\n  expect: {{delegations: [research_agent, writer_agent]}}\n"
+        f"- id: {ids[1]}\n  input: Research bees\n  expect: {{delegations: [writer_agent], output: not-in-the-answer}}\n"
+    )
+    env = {**os.environ, "COLUMNS": "30", "TERM": "dumb"}
+    proc = subprocess.run([CLI, "eval", TEAM, str(cases)], cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    for case_id in ids:  # whole, on one line: what a reader greps a CI log for
+        assert any(case_id in line for line in proc.stdout.splitlines()), proc.stdout
+    assert any("extra delegation to research_agent" in line for line in proc.stdout.splitlines()), proc.stdout
 
 
 def test_passing_cases_exit_0_and_a_baseline_is_compared(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ approvals, scorers, ADK evalsets, a compiled graph and an AG-UI endpoint."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -362,3 +363,21 @@ def test_the_page_shows_the_demo_dataset_as_shipped() -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "evaluations.md").read_text()
     shipped = (Path(__file__).resolve().parents[2] / "supervisor_graph" / "examples" / "research_write_cases.yaml").read_text()
     assert f"```yaml\n{shipped}```" in page
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_the_table_never_cuts_a_case_id_however_narrow(terminal: bool) -> None:
+    from rich.console import Console
+
+    from supervisor_graph.evals.console import print_report
+
+    long_id = "the-team-researches-bees-before-it-writes-anything-at-all"
+    report = run([{"id": long_id, "input": "Research bees", "expect": {"delegations": ["writer_agent"]}}])
+    out = io.StringIO()
+    print_report(report, Console(file=out, width=30, force_terminal=terminal, color_system=None))
+    lines = out.getvalue().splitlines()
+    assert any(long_id in line for line in lines), out.getvalue()
+    if terminal:  # as wide as the id and the longest words need, not wider than that
+        assert max(len(line) for line in lines) < 200, out.getvalue()
+    else:  # piped: each difference whole on one line
+        assert any("extra delegation to research_agent" in line for line in lines), out.getvalue()
