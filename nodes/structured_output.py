@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError
 from typing_extensions import is_typeddict
 
 from supervisor_graph.nodes.state import FEEDBACK_MARK
 from supervisor_graph.nodes.text import text_of
+from supervisor_graph.nodes.typed_dicts import as_pydantic_typeddict
 
 __all__ = [
     "FINAL_ANSWER_TOOL",
@@ -160,7 +161,15 @@ _FROM_JSON: dict[str, OutputSchema] = {}
 def _adapter(declared: Any) -> TypeAdapter[Any]:
     adapter = _ADAPTERS.get(declared)
     if adapter is None:
-        adapter = _ADAPTERS[declared] = TypeAdapter(declared)
+        try:
+            adapter = TypeAdapter(declared)
+        except PydanticUserError as exc:
+            if exc.code != "typed-dict-version":
+                raise
+            # a `typing.TypedDict` on Python < 3.12, which LangChain takes: validated as its
+            # `typing_extensions` twin, with the same fields and JSON schema
+            adapter = TypeAdapter(as_pydantic_typeddict(declared))
+        _ADAPTERS[declared] = adapter
     return adapter
 
 
