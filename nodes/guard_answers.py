@@ -2,7 +2,7 @@
 (or, `mode="parallel"`, beside) its model call, its answer checked whole or in windows
 while the model streams it (`mode="streaming"`), and how a trip, a retry or an answer
 held for a person ends the turn. The boundaries' common machinery (`cross`) is in
-nodes/guard_boundaries.py.
+nodes/guard_boundaries.py, the streamed answer's windows in nodes/guard_stream.py.
 
 An agent with output guards never streams its model's tokens: what reaches a stream is
 the checked text (the stored message, or the windows as each passes)."""
@@ -14,14 +14,14 @@ import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, RemoveMessage, ToolMessage
-from langchain_core.messages.utils import message_chunk_to_message
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.types import Command
 
 from supervisor_graph.nodes.events import Emitter
-from supervisor_graph.nodes.guard_boundaries import CHARS_PER_TOKEN, Crossing, cross, hold_for_person, tripped
+from supervisor_graph.nodes.guard_boundaries import Crossing, cross, hold_for_person, tripped
+from supervisor_graph.nodes.guard_stream import quiet, stream_answer
 from supervisor_graph.nodes.guards import Tripwire, TripwireError, guards_at
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.routing import after_answer, end_update, finish_reason_of
@@ -186,74 +186,6 @@ def _with_text(response: AIMessage, text: str) -> AIMessage:
 
 def streams_output(spec: AgentSpec) -> bool:
     return any(g.mode == "streaming" for g in guards_at(spec.guards, "output"))
-
-
-def quiet(config: RunnableConfig) -> RunnableConfig:
-    """`config` whose model tokens LangGraph does not stream (`nostream`): an answer with
-    output guards reaches streams only once checked."""
-    return {**config, "tags": [*(config.get("tags") or []), "nostream"]}
-
-
-async def stream_answer(
-    spec: AgentSpec,
-    model: Any,
-    prompt: Any,
-    config: RunnableConfig,
-    handle: RunHandle,
-    emit: Emitter,
-    *,
-    send: bool,
-) -> tuple[AIMessage | None, Crossing]:
-    """Stream the model's answer through the streaming output guards in windows of
-    `window_tokens` (about 4 characters a token): each window is checked with the
-    `overlap_tokens` before it, and only checked text goes out (`emit` as `text-delta`,
-    when `send`). A redacted window goes out redacted; a blocked one stops the model at
-    once. Returns the message (its text what went out) and what the guards decided."""
-    guards = [g for g in guards_at(spec.guards, "output") if g.mode == "streaming"]
-    size = min(g.window_tokens for g in guards) * CHARS_PER_TOKEN
-    overlap = min(g.overlap_tokens for g in guards) * CHARS_PER_TOKEN
-    full: AIMessageChunk | None = None
-    pending = checked = ""
-    changed = False
-    message_id: str | None = None
-
-    async def window(piece: str, last: bool) -> Crossing:
-        nonlocal checked, changed, pending
-        crossing = await cross(
-            spec, "output", piece, handle=handle, config=config, emit=emit, can_pause=False, guards=guards,
-            ref=f"{handle.run_id}-output",
-        )  # fmt: skip
-        if crossing.tripwire is not None or crossing.feedback is not None or crossing.held is not None:
-            return crossing
-        if crossing.changed:  # the window goes out redacted, its tail with it
-            out, pending, changed = crossing.text, pending[len(piece) :], True
-        else:  # the tail is held back: the next window checks it again with what follows
-            keep = 0 if last else overlap
-            out, pending = piece[: len(piece) - keep], pending[len(piece) - keep :]
-        checked += out
-        if send and out:
-            emit("text-delta", {"text": out, "message_id": message_id})
-        return crossing
-
-    stream = model.astream(prompt, quiet(config))
-    try:
-        async for chunk in stream:
-            full = chunk if full is None else full + chunk
-            message_id = message_id or chunk.id
-            pending += text_of(chunk)
-            while len(pending) >= size:
-                crossing = await window(pending[:size], False)
-                if crossing.tripwire or crossing.feedback is not None or crossing.held:
-                    return None, crossing  # the model stops here: nothing more is generated
-    finally:
-        await stream.aclose()
-    if pending:
-        crossing = await window(pending, True)
-        if crossing.tripwire or crossing.feedback is not None or crossing.held:
-            return None, crossing
-    message = message_chunk_to_message(full) if full is not None else AIMessage(content="")
-    assert isinstance(message, AIMessage)
-    return message, Crossing(checked, changed)
 
 
 class Turn(NamedTuple):

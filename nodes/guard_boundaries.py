@@ -30,7 +30,14 @@ from supervisor_graph.nodes.budget import spend
 from supervisor_graph.nodes.decisions import DecisionError, parse_decision
 from supervisor_graph.nodes.delegation_result import failure_text
 from supervisor_graph.nodes.events import Emitter
-from supervisor_graph.nodes.guards import GuardOutcome, Guardrail, Tripwire, TripwireError, check_boundary
+from supervisor_graph.nodes.guards import (
+    CHARS_PER_TOKEN,
+    GuardOutcome,
+    Guardrail,
+    Tripwire,
+    TripwireError,
+    check_boundary,
+)
 from supervisor_graph.nodes.options import RunHandle
 from supervisor_graph.nodes.otel import guard_span
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, complete_node, start_node
@@ -60,7 +67,6 @@ log = logging.getLogger("supervisor_graph")
 
 GUARD_FEEDBACK = "guard"  # the feedback source of a guard's `retry` (nodes/state.py FEEDBACK_MARK)
 GUARD_DECISIONS = ["approve", "reject"]
-CHARS_PER_TOKEN = 4
 
 
 class Crossing(NamedTuple):
@@ -130,11 +136,14 @@ async def cross(
     attempt: int = 0,
     can_pause: bool = True,
     guards: Sequence[Guardrail] | None = None,
+    before: str = "",
+    partial: bool = False,
 ) -> Crossing:
     """Run `spec`'s guards at `boundary` on `text`. An escalation pauses the run here when
     `can_pause` (the node has had no side effect it would repeat when it re-runs on
     resume); otherwise the caller holds it (`Crossing.held`). `ref` tells this pause from
-    others of the run (a tool call id; the run id for input and output)."""
+    others of the run (a tool call id; the run id for input and output). `before` and
+    `partial` are a streamed window's (`GuardContext`)."""
     where: dict[str, Any] = {}
     if tool_call is not None:
         where["tool_call_id"] = tool_call.get("id")
@@ -150,6 +159,8 @@ async def cross(
         subagent=subagent,
         attempt=attempt,
         record_usage=lambda name, usage: guard_spent(handle, name, usage),
+        before=before,
+        partial=partial,
     )
     await _observe(outcome, boundary, config, handle, emit, where)
     trip = outcome.tripwire

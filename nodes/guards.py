@@ -22,6 +22,7 @@ from supervisor_graph.nodes.context import RequestContext
 
 __all__ = [
     "BOUNDARIES",
+    "CHARS_PER_TOKEN",
     "Allow",
     "Block",
     "Boundary",
@@ -43,6 +44,7 @@ __all__ = [
     "guards_at",
     "redact",
     "retry",
+    "stream_hold",
 ]
 
 log = logging.getLogger("supervisor_graph")
@@ -50,6 +52,7 @@ log = logging.getLogger("supervisor_graph")
 Boundary = Literal["input", "delegation", "result", "tool_args", "tool_result", "output"]
 BOUNDARIES: tuple[str, ...] = ("input", "delegation", "result", "tool_args", "tool_result", "output")
 """The six boundaries a guard can watch (`Guardrail.at`), in the order text meets them."""
+CHARS_PER_TOKEN = 4  # a streaming guard's windows and overlaps are counted in tokens of about 4 characters
 
 
 # -- verdicts --------------------------------------------------------------------------
@@ -147,6 +150,12 @@ class GuardContext(BaseModel):
     """The name of the guard being run."""
     attempt: int = 0
     """How many times this boundary's text was already sent back (`retry`)."""
+    before: str = ""
+    """A streamed window (`mode="streaming"`): the end of the answer already sent, as
+    context only (it went out, and is not rewritten)."""
+    partial: bool = False
+    """A streamed window while more of the answer may follow: what the next text could
+    still turn into (part of) a match is held back by the stream, not decided here."""
     record_usage: Callable[[str, dict[str, int]], None] | None = None
     """Set by the node: a guard that calls a model reports each call's tokens here,
     `record_usage(guard_name, {"input_tokens", "output_tokens", "total_tokens"})`, so they
@@ -166,9 +175,13 @@ class Guardrail(BaseModel):
     name: str = ""
     mode: Literal["blocking", "parallel", "streaming"] = "blocking"
     """`parallel` (input only): the model call starts at once and is cancelled on a trip;
-    `streaming` (output only): the answer is checked in windows of `window_tokens`."""
+    `streaming` (output only): the answer is checked each `window_tokens` of new text as it
+    streams, and only what no later text can change goes out (`stream_hold`)."""
     window_tokens: int = Field(default=200, ge=8)
     overlap_tokens: int = Field(default=20, ge=0)
+    """For a streaming guard that cannot tell what to hold back (no `hold_from` on its
+    check): the longest span it must see whole; the end of the answer this long is held
+    back and checked again with what follows. `pii` holds exactly what it needs instead."""
     max_retries: int = Field(default=1, ge=0)
     on_error: Literal["block", "allow"] = "block"
     """A guard that raises is a tripwire (fail closed); `"allow"` lets the text through, logged."""
@@ -193,6 +206,13 @@ class Guardrail(BaseModel):
             raise ValueError("mode='streaming' is for output guards only (at='output')")
         if self.overlap_tokens >= self.window_tokens:
             raise ValueError("overlap_tokens must be smaller than window_tokens")
+        if self.mode == "streaming" and self.overlap_tokens == 0 and not callable(getattr(check, "hold_from", None)):
+            raise ValueError(
+                "mode='streaming' with overlap_tokens=0: a span cut by a window's edge would reach the client "
+                "without being checked whole. Give overlap_tokens the length of the longest span the guard must "
+                "see whole (in tokens of about 4 characters), or give its check a hold_from(text) method that "
+                "says where the still-undecided end of a streamed text starts (as pii's does)"
+            )
         if not self.name:
             named = getattr(check, "name", None) or getattr(check, "__name__", None) or type(check).__name__
             object.__setattr__(self, "name", str(named))
@@ -214,6 +234,16 @@ def guardrail(check: Any, *, at: str | Iterable[str], **settings: Any) -> Guardr
 
 def guards_at(guards: Sequence[Guardrail], boundary: str) -> list[Guardrail]:
     return [g for g in guards if boundary in g.at]
+
+
+def stream_hold(guard: Guardrail, text: str) -> int:
+    """Where the end of a streamed `text` that `guard` cannot decide yet starts: its
+    check's `hold_from(text)` when it has one (it knows the shapes it matches), else the
+    last `overlap_tokens` (the longest span the guard was declared to need whole)."""
+    hold = getattr(guard.check, "hold_from", None)
+    if callable(hold):
+        return max(0, min(len(text), int(hold(text))))
+    return max(0, len(text) - guard.overlap_tokens * CHARS_PER_TOKEN)
 
 
 # -- running the guards of one boundary ---------------------------------------------------
@@ -287,6 +317,8 @@ async def check_boundary(
     attempt: int = 0,
     on_verdict: Callable[[Guardrail, str, Any], None] | None = None,
     record_usage: Callable[[str, dict[str, int]], None] | None = None,
+    before: str = "",
+    partial: bool = False,
 ) -> GuardOutcome:
     """Run the guards declared at `boundary` on `text`, in order; a redaction is what the
     next guard sees. Stops at the first retry (while `attempt` is under that guard's
@@ -305,6 +337,8 @@ async def check_boundary(
             guard=guard.name,
             attempt=attempt,
             record_usage=record_usage,
+            before=before,
+            partial=partial,
         )
         try:
             verdict = _as_verdict(await guard.verdict(ctx), guard)

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["PII_KINDS", "PIIMatch", "detect_pii", "luhn_valid", "iban_valid"]
+__all__ = ["PII_KINDS", "PIIMatch", "detect_pii", "hold_from", "iban_valid", "luhn_valid"]
 
 PII_KINDS: tuple[str, ...] = ("email", "phone", "credit_card", "iban", "ip_address", "secret")
 """What the deterministic detectors find: `pii(kinds=...)` takes any of them."""
@@ -236,3 +236,77 @@ def detect_pii(text: str, kinds: Iterable[str] = PII_KINDS) -> list[PIIMatch]:
     return sorted(
         (PIIMatch("secret", m.start, m.end, m.value) if m.kind == "entropy" else m for m in kept), key=lambda m: m.start
     )
+
+
+# -- streaming: what more text could still change --------------------------------------------
+#
+# A streamed answer is sent as it is decided (SPEC §30). Every match of a kind is made only of
+# that kind's characters (below; `\d` is any Unicode decimal digit) and looks at most one
+# character past its end (an IPv4 address two, the second only after a `.`, one of its own).
+# So no match of any extension of a text can contain both sides of a position where, for
+# every kind, the characters on its two sides are not both that kind's: the text before such
+# a position is decided whatever follows. A private key block may hold any character: from
+# its header (or the start of one) to its footer, everything waits.
+
+_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_CHARS: dict[str, tuple[frozenset[str], bool]] = {  # (the characters of a match, Unicode digits too)
+    "email": (_ASCII_ALNUM | frozenset("._%+-@"), False),
+    "phone": (frozenset("0123456789 +().-"), True),
+    "credit_card": (frozenset("0123456789 -"), True),
+    "iban": (frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 "), True),
+    "ip_address": (_HEX | frozenset(":."), False),
+    "secret": (_ASCII_ALNUM | frozenset("+/=_.-"), False),
+}
+_PEM_HEADER = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----")
+_PEM_FOOTER = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY-----")
+# the start of a header that the next characters could complete
+_PEM_HEADER_START = re.compile(r"(?:-{1,5}|-----(?:B|BE|BEG|BEGI|BEGIN[A-Z0-9 ]*(?:PRIVATE KEY-{0,4})?))\Z")
+
+
+def _of_kind(kind: str, ch: str) -> bool:
+    chars, digits = _CHARS[kind]
+    return ch in chars or (digits and ch.isdecimal())
+
+
+def _key_blocks(text: str) -> list[tuple[int, int]]:
+    """The private key blocks of `text`, header to footer; one without its footer (or the
+    start of a header at the end) reaches past the end (`math.inf` would do; len + 1 is enough)."""
+    blocks: list[tuple[int, int]] = []
+    at = 0
+    while (header := _PEM_HEADER.search(text, at)) is not None:
+        footer = _PEM_FOOTER.search(text, header.end())
+        if footer is None:
+            return [*blocks, (header.start(), len(text) + 1)]
+        blocks.append((header.start(), footer.end()))
+        at = footer.end()
+    partial = _PEM_HEADER_START.search(text, at)
+    return [*blocks, (partial.start(), len(text) + 1)] if partial is not None else blocks
+
+
+def hold_from(text: str, kinds: Iterable[str] = PII_KINDS) -> int:
+    """Where the undecided end of a streamed `text` starts: no value of `kinds` found in any
+    continuation of `text` reaches before this index, and the values found in `text[:index]`
+    stay exactly what `detect_pii` finds there whatever follows. What is after it must be
+    held back until more text (or the end of the stream) decides it.
+
+        >>> text = "Mail jo@example.co"
+        >>> text[:hold_from(text, ["email"])]  # "jo@example.co" may go on: ".com", ".co.uk"
+        'Mail '
+        >>> hold_from("Mail jo@example.com, thanks! ", ["email"])  # nothing more can change it
+        29
+    """
+    kinds = [k for k in kinds if k in _CHARS]
+    blocks = _key_blocks(text) if "secret" in kinds else []
+    cut, moved = len(text), True
+    while moved:
+        moved = False
+        for start, end in blocks:
+            if start < cut < end:
+                cut, moved = start, True
+        for kind in kinds:
+            if cut > 0 and _of_kind(kind, text[cut - 1]) and (cut == len(text) or _of_kind(kind, text[cut])):
+                cut -= 1  # inside a run of this kind's characters (or at its open end): go to its start
+                while cut > 0 and _of_kind(kind, text[cut - 1]):
+                    cut -= 1
+                moved = True
+    return cut

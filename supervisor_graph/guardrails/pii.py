@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from supervisor_graph.guardrails.detectors import PII_KINDS, PIIMatch, detect_pii
+from supervisor_graph.guardrails.detectors import PII_KINDS, PIIMatch, detect_pii, hold_from
 from supervisor_graph.nodes.guards import BOUNDARIES, GuardContext, Guardrail, allow, block, redact
 
 __all__ = ["PIIGuard", "pii"]
@@ -118,10 +118,37 @@ class PIIGuard:
             return text, []
         return self._replace(text, found), list(dict.fromkeys(m.kind for m in found))
 
+    # -- a streamed answer (mode="streaming") ------------------------------------------------
+
+    def hold_from(self, text: str) -> int:
+        """Where the end of a streamed `text` that more text could still make (part of) a
+        value starts: the stream holds it back until the next window decides it."""
+        return hold_from(text, self.kinds)
+
+    def scrub_window(self, ctx: GuardContext) -> tuple[str, list[str]]:
+        """A streamed window: what is found in `ctx.before + ctx.text` (the text already sent
+        is context for the detectors' look-behinds), replaced inside `ctx.text` only. While
+        the answer streams on (`ctx.partial`), a value at the window's open end is left for
+        the next window, which sees it whole."""
+        whole, start = ctx.before + ctx.text, len(ctx.before)
+        end = max(start, self.hold_from(whole)) if ctx.partial else len(whole)
+        found = [m for m in self.find(whole) if m.end > start and m.start < end]
+        if not found:
+            return ctx.text, []
+        parts, at = [], start
+        for match in found:  # none reaches before `start`: the stream cut there, where none can
+            parts += [whole[at : max(at, match.start)], self.replacement(match)]
+            at = max(at, match.end)
+        parts.append(whole[at:])
+        return "".join(parts), list(dict.fromkeys(m.kind for m in found))
+
     # -- the guard ------------------------------------------------------------------------
 
     def check(self, ctx: GuardContext) -> Any:
-        scrubbed, kinds = self.scrub(ctx.text, as_json=ctx.boundary == "tool_args")
+        if ctx.partial or ctx.before:
+            scrubbed, kinds = self.scrub_window(ctx)
+        else:
+            scrubbed, kinds = self.scrub(ctx.text, as_json=ctx.boundary == "tool_args")
         if not kinds:
             return allow()
         if self.strategy == "block":
@@ -178,6 +205,12 @@ def pii(
     if strategy not in _STRATEGIES:
         raise ValueError(f"pii: strategy must be one of {', '.join(_STRATEGIES)}, not {strategy!r}")
     if engine == "presidio":
+        if settings.get("mode") == "streaming":
+            raise ValueError(
+                "pii(engine='presidio') cannot check a streamed answer safely: a name or a place its language model "
+                "finds has no form that tells how much of the stream to hold back. Use mode='blocking' (the answer "
+                "is checked whole before it is sent), or engine='regex' for the kinds it knows"
+            )
         from supervisor_graph.guardrails.presidio import PresidioAnalyzer
 
         found_by: Any = PresidioAnalyzer(analyzer)
