@@ -16,9 +16,11 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from supervisor_graph.agent import Agent
 from supervisor_graph.agui.agent import AGUIAgent
 from supervisor_graph.agui.serving import root_thread, thread_access
 from supervisor_graph.agui.sse import add_agui_endpoint
+from supervisor_graph.declaration.remote import RemoteAgent
 
 __all__ = ["PLAYGROUND_AGENT_PATH", "add_playground"]
 
@@ -27,8 +29,16 @@ PLAYGROUND_AGENT_PATH = "/_playground/agent"
 _TYPES = {"app.js": "text/javascript", "timeline.js": "text/javascript", "style.css": "text/css"}
 
 
-def _message(message: BaseMessage) -> dict[str, Any] | None:
-    """A stored message as the page shows it (delegations' internals are not here)."""
+def _delegates(agent: Agent | RemoteAgent) -> dict[str, str]:
+    """The subagent each delegation tool calls, by the tool's name: `agent-<key>` is what
+    the thread stores, the subagent's id what the live view shows (SUBAGENT_STARTED's
+    `name`)."""
+    return {f"agent-{key}": str(sub.id) for key, sub in agent.agents.items()}
+
+
+def _message(message: BaseMessage, delegates: dict[str, str]) -> dict[str, Any] | None:
+    """A stored message as the page shows it (delegations' internals are not here; a
+    delegation's call and result name the subagent, as `agent`)."""
     text = message.content if isinstance(message.content, str) else message.text
     if isinstance(message, HumanMessage):
         shown: dict[str, Any] = {"id": message.id, "role": "user", "content": text}
@@ -37,15 +47,25 @@ def _message(message: BaseMessage) -> dict[str, Any] | None:
             shown["backgroundTask"] = task
         return shown
     if isinstance(message, AIMessage):
-        calls = [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in message.tool_calls if c["name"] != "update_working_memory"]
+        calls = [_call(c, delegates) for c in message.tool_calls if c["name"] != "update_working_memory"]
         if not text and not calls:
             return None
         return {"id": message.id, "role": "assistant", "content": text, "toolCalls": calls}
     if isinstance(message, ToolMessage):
         if message.name == "update_working_memory":
             return None
-        return {"id": message.id, "role": "tool", "content": text, "toolCallId": message.tool_call_id, "name": message.name}
+        shown = {"id": message.id, "role": "tool", "content": text, "toolCallId": message.tool_call_id, "name": message.name}
+        if message.name in delegates:
+            shown["agent"] = delegates[message.name]
+        return shown
     return None
+
+
+def _call(call: Any, delegates: dict[str, str]) -> dict[str, Any]:
+    shown = {"id": call["id"], "name": call["name"], "args": call["args"]}
+    if call["name"] in delegates:
+        shown["agent"] = delegates[call["name"]]
+    return shown
 
 
 def add_playground(app: FastAPI, main: AGUIAgent) -> None:
@@ -83,7 +103,9 @@ def add_playground(app: FastAPI, main: AGUIAgent) -> None:
             return JSONResponse({"messages": [], "state": None, "interrupts": []})
         # a well-formed id whose top-level thread is the request's user's (SPEC §19)
         resource = await thread_access(bridge, request, thread_id)
-        messages = [m for m in (_message(x) for x in await bridge.memory.get_messages(thread_id)) if m is not None]
+        delegates = _delegates(bridge.agent)
+        stored = await bridge.memory.get_messages(thread_id)
+        messages = [m for m in (_message(x, delegates) for x in stored) if m is not None]
         state = None
         if bridge._state is not None:
             state = bridge._state.view(await bridge._state.load(thread_id, resource))

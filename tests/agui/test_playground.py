@@ -38,7 +38,7 @@ async def test_the_playground_shows_the_team_at_work(served_cli: str) -> None:
         card = page.locator(".approval")
         await expect(card).to_contain_text("pay waits for approval", timeout=20_000)
         await card.get_by_role("button", name="Arguments").click()
-        await expect(card.locator("pre.args")).to_contain_text('"amount": 12')
+        await expect(card.locator('.args dd[data-arg="amount"]')).to_have_text("12")
         await page.screenshot(path=str(ARTIFACTS / "approval.png"))
         await card.get_by_role("button", name="Approve").click()
         await expect(page.locator(".msg.assistant").last).to_contain_text("payer: paid 12", timeout=20_000)

@@ -1,7 +1,7 @@
 """The playground sends while a run is going (SPEC §29): the second message goes with
 `forwardedProps.on_busy = "interrupt"`, the running run stops at its next step and the
-new message runs with its context; in headless Chromium (same set-up as
-test_playground.py)."""
+new message runs with its context, and the transcript marks the stopped run (above the
+message that stopped it); in headless Chromium (same set-up as test_playground.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tests.agui.browser import ARTIFACTS, offline_page
 from tests.agui.conftest import ThreadServer
 
 STEPS: list[str] = []
+LONG = 20  # steps of the long job: 12 s, far more than it takes to stop it
 
 
 class Step(BaseModel):
@@ -36,7 +37,7 @@ def _policy(messages: list[Any]) -> Any:
     asked = next(str(m.content) for m in reversed(messages) if isinstance(m, HumanMessage))
     if asked.startswith("long job"):
         done = sum(1 for m in messages if isinstance(m, ToolMessage))
-        return tool_call("work", {"n": done + 1}) if done < 8 else "long job done"
+        return tool_call("work", {"n": done + 1}) if done < LONG else "long job done"
     return f"new answer to: {asked}"
 
 
@@ -55,16 +56,20 @@ async def test_a_message_sent_while_a_run_goes_interrupts_it(served_busy: str) -
         await page.goto(f"{served_busy}/")
         await page.fill("#prompt", "long job please")
         await page.press("#prompt", "Enter")
-        await expect(page.locator("#status")).to_have_text("running…", timeout=10_000)
-        deadline = time.monotonic() + 10
-        while not STEPS and time.monotonic() < deadline:  # the first run is at work
-            await page.wait_for_timeout(50)
-        assert STEPS
+        # the first run is at work: its first step's result is on the page
+        await expect(page.locator(".msg.tool").first).to_have_text("work → did step 1", timeout=30_000)
         await page.fill("#prompt", "stop, tell me something else")
         await page.press("#prompt", "Enter")  # sendable while running: on_busy=interrupt
+        marker = page.locator('[data-testid="run-interrupted"]')
+        await expect(marker).to_have_count(1)
         await expect(page.locator(".msg.assistant").last).to_have_text(
-            "new answer to: stop, tell me something else", timeout=20_000
+            "new answer to: stop, tell me something else", timeout=30_000
         )
         await expect(page.locator("#status")).to_have_text("done")
+        # the stopped run says so, once its stream has ended with the cancelled outcome
+        await expect(marker).to_have_attribute("data-state", "interrupted", timeout=30_000)
+        await expect(marker).to_contain_text("Run interrupted by your next message")
+        after = await marker.evaluate("m => m.nextElementSibling.textContent")
+        assert after == "stop, tell me something else"  # it sits above the message that stopped it
         await page.screenshot(path=str(ARTIFACTS / "double-texting.png"))
-    assert len(STEPS) < 8  # the long job stopped at its next step instead of running to the end
+    assert len(STEPS) < LONG  # the long job stopped at its next step instead of running to the end

@@ -78,7 +78,7 @@ async def test_a_reloaded_page_answers_a_pending_approval(served_clerk: str) -> 
         await expect(card).to_contain_text("pay waits for approval", timeout=10_000)
         await expect(page.locator("#status")).to_have_text("waiting for you")
         await card.get_by_role("button", name="Arguments").click()
-        await expect(card.locator("pre.args")).to_contain_text('"amount": 5')
+        await expect(card.locator('.args dd[data-arg="amount"]')).to_have_text("5")
         await page.screenshot(path=str(ARTIFACTS / "approval-after-reload.png"))
         await card.get_by_role("button", name="Approve").click()
         await expect(page.locator(".msg.assistant").last).to_have_text("done: payer: paid 5", timeout=20_000)

@@ -57,6 +57,7 @@ const app = {
   threadId: uid("thread"),
   messages: [], // AG-UI messages of the thread (what RunAgentInput.messages sends)
   running: null, // AbortController of the run in flight
+  live: null, // that run's view: {controller, current, nodes (its bubbles), marker}
   assistantNodes: new Map(), // message id -> bubble
   subs: new Map(), // subagent run id -> card
   calls: new Map(), // tool call id -> {name, args}
@@ -104,9 +105,11 @@ async function openThread(id) {
     const { messages, state, interrupts } = await response.json();
     for (const m of messages) {
       if (m.role === "tool") {
-        addMessage("tool", `${m.name} → ${m.content}`);
+        if (m.agent) historyDelegation(m);
+        else addMessage("tool", `${m.name} → ${m.content}`);
         app.messages.push({ id: m.id, role: "tool", toolCallId: m.toolCallId, content: m.content });
       } else {
+        for (const c of m.toolCalls || []) app.calls.set(c.id, { name: c.name, args: c.args || {} });
         // a background task's outcome notice: a user message the history marks as one
         if (m.content) addMessage(m.backgroundTask ? "notice" : m.role, m.content, m.id);
         const entry = { id: m.id, role: m.role, content: m.content };
@@ -169,6 +172,23 @@ function applyPatch(document, operations) {
 // -- the delegation tree -----------------------------------------------------------
 
 function subCard(event) {
+  // a delegation resumed after an approval or a suspend is announced again, under the
+  // same subagentRunId (subagents.py): its card goes back to work, so no stale
+  // "waiting" card stays beside the finished one
+  let again = app.subs.get(event.subagentRunId);
+  if (!again && event.parentToolCallId) { // the same delegation (its tool call), were its id to change
+    const [id, card] = [...app.subs].find(([, c]) => c.classList.contains("waiting") && c.dataset.call === event.parentToolCallId) || [];
+    if (card) { app.subs.delete(id); again = card; }
+  }
+  if (again) {
+    again.classList.remove("waiting", "done", "failed");
+    again.classList.add("running");
+    again.querySelector(".state").textContent = "working…";
+    again.started = performance.now();
+    again.dataset.run = event.subagentRunId;
+    app.subs.set(event.subagentRunId, again);
+    return;
+  }
   const call = app.calls.get(event.parentToolCallId) || {};
   const card = el(
     "div",
@@ -184,6 +204,17 @@ function subCard(event) {
   tree.querySelector(".empty")?.remove();
   (parent || tree).append(card);
   app.subs.set(event.subagentRunId, card);
+}
+
+// a delegation in a reloaded thread: named after its subagent, as the live view names
+// it (the history says which one its `agent-<key>` tool calls), with a card in the tree
+function historyDelegation(m) {
+  addMessage("tool", `${m.agent} → ${m.content}`).dataset.agent = m.agent;
+  subCard({ name: m.agent, subagentRunId: `history:${m.toolCallId}`, parentToolCallId: m.toolCallId });
+  const card = app.subs.get(`history:${m.toolCallId}`);
+  card.classList.replace("running", "done");
+  card.querySelector(".state").textContent = "done";
+  card.querySelector(".text").textContent = m.content;
 }
 
 // a background task: a card in the tree while it runs, then its outcome (and the
@@ -261,13 +292,48 @@ function showInterrupts(interrupts) {
   box.querySelector("button")?.focus();
 }
 
+// Which agent made the call, as the terminal prompt says it (cli/answers.py): the
+// interrupt's agent_path (this project's dialect: the agents' ids from the supervisor
+// down), else the card of the subagent run it names (attributed subagents, the Mastra
+// dialect), else the supervisor, which runs the page's endpoint.
+function callerOf(item, meta) {
+  const path = meta.agent_path || meta.agentPath;
+  const supervisor = $("agent-name").textContent;
+  if (Array.isArray(path) && path.length) return { name: String(path[path.length - 1]), parents: path.slice(0, -1).map(String) };
+  if (item.subagentRunId) {
+    const card = app.subs.get(item.subagentRunId);
+    return { name: card ? card.dataset.subagent : "a subagent", parents: [supervisor] };
+  }
+  return { name: supervisor, parents: [] };
+}
+
+function callerLine(caller, verb) {
+  const who = el("p", { class: "who" }, `${verb} by `, el("strong", { class: "agent" }, caller.name));
+  who.append(caller.parents.length ? `, subagent of ${caller.parents.join(" › ")}` : ", the supervisor");
+  return who;
+}
+
+// The call's arguments as they read (the terminal's `[a]rgs` does the same): text as
+// written, line breaks and all; anything else as JSON.
+function argumentList(args) {
+  const list = el("dl", { class: "args", hidden: "" });
+  for (const [key, value] of Object.entries(args)) {
+    const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+    list.append(el("dt", {}, key), el("dd", { "data-arg": key, class: typeof value === "string" ? "text" : "json" }, text));
+  }
+  if (!list.children.length) list.append(el("dd", { class: "empty" }, "(no arguments)"));
+  return list;
+}
+
 // An approval (SPEC §29): Approve, Edit (a form built from the tool's input schema,
 // prefilled with the call's arguments) and Reject (a reason the agent sees), as the
 // tool allows; `done(payload)` gets the decision in the one resume shape.
 function approvalCard(item, tool, meta, done) {
   const allowed = meta.allowed_decisions || meta.allowedDecisions || ["approve", "reject"];
-  const args = el("pre", { class: "args", hidden: "" }, JSON.stringify(meta.args || {}, null, 2));
-  const card = el("div", { class: "card approval", role: "group", "aria-label": `Approve ${tool}` }, el("h3", {}, `${tool} waits for approval`));
+  const caller = callerOf(item, meta);
+  const args = argumentList(meta.args || {});
+  const card = el("div", { class: "card approval", role: "group", "aria-label": `Approve ${tool}, called by ${caller.name}`, "data-agent": caller.name },
+    el("h3", {}, `${tool} waits for approval`), callerLine(caller, "Called"));
   if (item.message) card.append(el("p", { class: "why" }, item.message));
   const finish = (payload) => { card.remove(); done(payload); };
   const panels = [];
@@ -299,37 +365,68 @@ function approvalCard(item, tool, meta, done) {
   return card;
 }
 
+// A string gets a text area when it has a line break or is long: an <input> drops line
+// breaks from its value (HTML's value sanitization), which is how an edited title once
+// published an article run together on one line.
+const LONG_TEXT = 80;
+const multiline = (value) => typeof value === "string" && (/[\r\n]/.test(value) || value.length > LONG_TEXT);
+
+// What a text area gives back, with the original's line breaks: a text area reads (and
+// stores) every line break as "\n", so text written with "\r\n" throughout gets them back.
+function withBreaksOf(original, text) {
+  const crlf = typeof original === "string" && original.includes("\r\n") && !/(^|[^\r])\n/.test(original);
+  return crlf ? text.replace(/\r?\n/g, "\r\n") : text;
+}
+
 // The edit form: an input per string / number / integer / boolean / enum property of the
-// tool's input schema, a JSON box for anything else (or for all of it, without a schema).
+// tool's input schema (a text area for multi-line or long text), a JSON box for anything
+// else (or for all of it, without a schema). A field left as it was sends the call's
+// value exactly as it came, whatever the form control would have made of it.
 function editForm(item, tool, meta, done, back) {
   const schema = meta.input_schema || ((item.responseSchema || {}).properties || {}).args || {};
   const current = meta.args || {};
   const properties = schema.properties || {};
   const required = new Set(schema.required || []);
-  const plain = (prop) => prop && (prop.enum || ["string", "number", "integer", "boolean"].includes(prop.type));
-  const names = Object.keys(properties).length ? Object.keys(properties) : [];
+  const names = Object.keys(properties);
   const fields = names.map((name) => {
     const prop = properties[name];
-    const value = current[name] !== undefined ? current[name] : prop.default;
+    const given = current[name] !== undefined;
+    const value = given ? current[name] : prop.default;
     let input;
+    let kind;
     if (prop.enum) {
+      kind = "enum";
       input = el("select", { name }, ...prop.enum.map((v) => el("option", { value: JSON.stringify(v) }, String(v))));
       if (value !== undefined) input.value = JSON.stringify(value);
-    } else if (plain(prop)) {
-      const type = prop.type === "boolean" ? "checkbox" : prop.type === "string" ? "text" : "number";
-      input = el("input", { name, type, step: prop.type === "number" ? "any" : null });
-      if (type === "checkbox") input.checked = Boolean(value);
-      else if (value !== undefined && value !== null) input.value = String(value);
+    } else if (prop.type === "boolean") {
+      kind = "boolean";
+      input = el("input", { name, type: "checkbox" });
+      input.checked = Boolean(value);
+    } else if (prop.type === "number" || prop.type === "integer") {
+      kind = "number";
+      input = el("input", { name, type: "number", step: prop.type === "number" ? "any" : null });
+      if (value !== undefined && value !== null) input.value = String(value);
+    } else if (prop.type === "string" && (value === undefined || value === null || typeof value === "string")) {
+      kind = "text";
+      const long = multiline(value) || (prop.maxLength || 0) > 200;
+      input = long
+        ? el("textarea", { name, class: "text", rows: String(Math.min(14, Math.max(4, String(value ?? "").split(/\r\n|\r|\n/).length + 1))) })
+        : el("input", { name, type: "text" });
+      if (value !== undefined && value !== null) input.value = value;
     } else {
+      kind = "json";
       input = el("textarea", { name, rows: "3", class: "json" });
       input.value = value === undefined ? "" : JSON.stringify(value, null, 2);
     }
-    return { name, prop, input, error: el("span", { class: "field-error" }) };
+    // as shown: an untouched field sends `value` itself
+    const shown = kind === "boolean" ? input.checked : input.value;
+    return { name, prop, kind, input, shown, given, value, error: el("span", { class: "field-error" }) };
   });
   // the arguments the schema does not describe (or all of them), as JSON
   const rest = Object.fromEntries(Object.entries(current).filter(([k]) => !(k in properties)));
   const extra = names.length ? null : { name: "", input: el("textarea", { name: "arguments", rows: "5", class: "json" }), error: el("span", { class: "field-error" }) };
   if (extra) extra.input.value = JSON.stringify(rest, null, 2);
+  const extraShown = extra ? extra.input.value : null;
   const form = el("form", { class: "edit", hidden: "", novalidate: "", "aria-label": `Edit ${tool}` },
     ...fields.map((f) => el("label", { class: "field" }, f.prop.title || f.name, f.input, f.error)),
     ...(extra ? [el("label", { class: "field" }, "Arguments (JSON)", extra.input, extra.error)] : []),
@@ -344,27 +441,30 @@ function editForm(item, tool, meta, done, back) {
     for (const f of fields) {
       f.error.textContent = "";
       const { prop, input } = f;
-      if (prop.enum) { edited[f.name] = JSON.parse(input.value); continue; }
-      if (input.type === "checkbox") { edited[f.name] = input.checked; continue; }
-      if (input.tagName === "TEXTAREA") {
-        if (!input.value.trim()) { if (required.has(f.name)) fail(f, "required"); continue; }
-        try { edited[f.name] = JSON.parse(input.value); } catch (err) { fail(f, "not valid JSON"); }
+      const now = f.kind === "boolean" ? input.checked : input.value;
+      if (f.given && now === f.shown) { edited[f.name] = f.value; continue; } // untouched: the call's own value, byte for byte
+      if (f.kind === "enum") { edited[f.name] = JSON.parse(now); continue; }
+      if (f.kind === "boolean") { edited[f.name] = now; continue; }
+      if (f.kind === "json") {
+        if (!now.trim()) { if (required.has(f.name)) fail(f, "required"); continue; }
+        try { edited[f.name] = JSON.parse(now); } catch (err) { fail(f, "not valid JSON"); }
         continue;
       }
-      if (input.value === "") { if (required.has(f.name)) fail(f, "required"); continue; }
-      if (input.type === "number") {
-        const n = Number(input.value);
-        if (!Number.isFinite(n)) { fail(f, "a number"); continue; }
-        if (prop.type === "integer" && !Number.isInteger(n)) { fail(f, "a whole number"); continue; }
-        edited[f.name] = n;
-      } else {
-        edited[f.name] = input.value;
+      if (f.kind === "text") {
+        if (now === "" && required.has(f.name)) { fail(f, "required"); continue; }
+        edited[f.name] = withBreaksOf(f.value, now);
+        continue;
       }
+      if (now === "") { if (required.has(f.name)) fail(f, "required"); continue; }
+      const n = Number(now);
+      if (!Number.isFinite(n)) { fail(f, "a number"); continue; }
+      if (prop.type === "integer" && !Number.isInteger(n)) { fail(f, "a whole number"); continue; }
+      edited[f.name] = n;
     }
     if (extra) {
       extra.error.textContent = "";
       try {
-        const parsed = JSON.parse(extra.input.value || "{}");
+        const parsed = extra.input.value === extraShown ? rest : JSON.parse(extra.input.value || "{}");
         if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not an object");
         Object.assign(edited, parsed);
       } catch (err) { extra.error.textContent = "a JSON object of the arguments"; ok = false; }
@@ -407,12 +507,14 @@ function suspendForm(item, tool, meta, done) {
 
 // -- running -----------------------------------------------------------------------
 
-function onEvent(event) {
-  timeline.onEvent(event);
+// `live`: the run the page waits on. A run a newer message stopped (double texting)
+// still shows its last events, marked as its own, but not in the newer run's timeline.
+function onEvent(event, live) {
+  if (live.current) timeline.onEvent(event);
   switch (event.type) {
     case "TEXT_MESSAGE_START":
       if (event.subagentRunId) break;
-      app.assistantNodes.set(event.messageId, addMessage("assistant", "", event.messageId));
+      app.assistantNodes.set(event.messageId, live.own(addMessage("assistant", "", event.messageId)));
       break;
     case "TEXT_MESSAGE_CONTENT": {
       if (event.subagentRunId) {
@@ -420,7 +522,7 @@ function onEvent(event) {
         if (card) card.querySelector(".text").textContent += event.delta;
         break;
       }
-      const node = app.assistantNodes.get(event.messageId) || addMessage("assistant", "", event.messageId);
+      const node = app.assistantNodes.get(event.messageId) || live.own(addMessage("assistant", "", event.messageId));
       app.assistantNodes.set(event.messageId, node);
       node.textContent += event.delta;
       node.scrollIntoView({ block: "end" });
@@ -493,18 +595,51 @@ function onEvent(event) {
   }
 }
 
+// -- double texting ------------------------------------------------------------------
+
+// The run a newer message stops gets a marker in the transcript, above that message:
+// "stopping" while its stream goes on, then what became of it, from the end of its
+// stream (RUN_FINISHED's cancelled outcome: it was stopped; success: it ended first).
+const ON_BUSY = "interrupt";
+
+function markStopping(stopped, before) {
+  stopped.current = false;
+  stopped.marker = el("li", { class: "msg marker", role: "note", "data-state": "stopping", "data-testid": "run-interrupted" },
+    "Stopping the run above: a new message interrupts it…");
+  before.before(stopped.marker);
+}
+
+function markStopped(stopped, how, code) {
+  const marker = stopped.marker;
+  if (!marker || marker.dataset.state !== "stopping") return;
+  if (how === "finished") { // it ended before the stop reached it: nothing was cut
+    marker.remove();
+    return;
+  }
+  marker.dataset.state = how;
+  for (const node of stopped.nodes) node.classList.add("interrupted");
+  marker.textContent = how === "failed"
+    ? `The run above ended with an error (${code || "error"}) before your next message could stop it.`
+    : ON_BUSY === "rollback"
+      ? "⏹ Run interrupted by your next message: what it did was discarded."
+      : "⏹ Run interrupted by your next message: it stopped at its next step, the steps it finished are kept.";
+}
+
 async function run({ text = null, resume = null } = {}) {
   // a message sent while a run is going stops it and runs next, with its context
   // (double texting, SPEC §29: forwardedProps.on_busy = "interrupt")
   const busy = app.running !== null;
   if (busy && text === null) return;
+  const controller = new AbortController();
+  const live = { controller, current: true, nodes: [], marker: null, own(node) { this.nodes.push(node); return node; } };
   if (text !== null) {
     const message = { id: uid("user"), role: "user", content: text };
     app.messages.push(message);
-    addMessage("user", text, message.id);
+    const item = addMessage("user", text, message.id);
+    if (busy) markStopping(app.live, item);
   }
-  const controller = new AbortController();
   app.running = controller;
+  app.live = live;
   $("cancel").disabled = false;
   setStatus("running…", "running");
   timeline.begin(app.threadId, { resume: Boolean(resume) });
@@ -515,7 +650,7 @@ async function run({ text = null, resume = null } = {}) {
     state: {},
     tools: [],
     context: [],
-    forwardedProps: busy ? { on_busy: "interrupt" } : {},
+    forwardedProps: busy ? { on_busy: ON_BUSY } : {},
     ...(resume ? { resume } : {}),
   };
   try {
@@ -537,8 +672,13 @@ async function run({ text = null, resume = null } = {}) {
         const frame = buffer.slice(0, cut);
         buffer = buffer.slice(cut + 2);
         const data = frame.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
-        // a run a newer message stopped: its events show, its end does not set the status
-        if (data) { const event = JSON.parse(data); if (app.running === controller || !event.type.startsWith("RUN_")) onEvent(event); }
+        if (!data) continue;
+        const event = JSON.parse(data);
+        if (live.current) onEvent(event, live);
+        // a run a newer message stopped: its events show, its end marks it (not the status)
+        else if (event.type === "RUN_FINISHED") markStopped(live, (event.outcome || {}).type === "cancelled" ? "interrupted" : "finished");
+        else if (event.type === "RUN_ERROR") markStopped(live, "failed", event.code);
+        else if (!event.type.startsWith("RUN_")) onEvent(event, live);
       }
     }
   } catch (error) {
@@ -546,12 +686,13 @@ async function run({ text = null, resume = null } = {}) {
       setStatus("cancelled");
       timeline.stop("cancelled");
       for (const card of app.subs.values()) if (card.classList.contains("running")) finishSub(card.dataset.run, "failed", "cancelled");
-    } else {
+    } else if (live.current) {
       addMessage("error", String(error));
       setStatus("error", "error");
       timeline.stop("failed");
     }
   } finally {
+    markStopped(live, "interrupted"); // a stopped run's stream that ended with no terminal event
     if (app.running === controller) {
       timeline.stop("cancelled"); // a stream that ended with no terminal event
       app.running = null;
