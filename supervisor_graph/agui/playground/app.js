@@ -302,12 +302,13 @@ function callerOf(item, meta) {
   if (Array.isArray(path) && path.length) return { name: String(path[path.length - 1]), parents: path.slice(0, -1).map(String) };
   if (item.subagentRunId) {
     const card = app.subs.get(item.subagentRunId);
-    return { name: card ? card.dataset.subagent : "a subagent", parents: [supervisor] };
+    return { name: card ? card.dataset.subagent : null, parents: [supervisor] };
   }
   return { name: supervisor, parents: [] };
 }
 
 function callerLine(caller, verb) {
+  if (caller.name === null) return el("p", { class: "who" }, `${verb} by a subagent of ${caller.parents.join(" › ")}`);
   const who = el("p", { class: "who" }, `${verb} by `, el("strong", { class: "agent" }, caller.name));
   who.append(caller.parents.length ? `, subagent of ${caller.parents.join(" › ")}` : ", the supervisor");
   return who;
@@ -332,7 +333,7 @@ function approvalCard(item, tool, meta, done) {
   const allowed = meta.allowed_decisions || meta.allowedDecisions || ["approve", "reject"];
   const caller = callerOf(item, meta);
   const args = argumentList(meta.args || {});
-  const card = el("div", { class: "card approval", role: "group", "aria-label": `Approve ${tool}, called by ${caller.name}`, "data-agent": caller.name },
+  const card = el("div", { class: "card approval", role: "group", "aria-label": `Approve ${tool}, called by ${caller.name || "a subagent"}`, "data-agent": caller.name },
     el("h3", {}, `${tool} waits for approval`), callerLine(caller, "Called"));
   if (item.message) card.append(el("p", { class: "why" }, item.message));
   const finish = (payload) => { card.remove(); done(payload); };
@@ -485,6 +486,7 @@ function suspendForm(item, tool, meta, done) {
   });
   const form = el("form", { class: "card suspend", "aria-label": `Answer ${tool}`, novalidate: "" },
     el("h3", {}, `${tool} asks: ${item.message || (meta.suspend_payload && meta.suspend_payload.message) || "more information"}`),
+    callerLine(callerOf(item, meta), "Asked"),
     ...fields.map((f) => el("label", { class: "field" }, f.prop.title || f.name, f.input, f.error)),
     el("div", { class: "actions" }, el("button", { type: "submit", class: "approve" }, "Continue")));
   form.addEventListener("submit", (event) => {
@@ -621,8 +623,8 @@ function markStopped(stopped, how, code) {
   marker.textContent = how === "failed"
     ? `The run above ended with an error (${code || "error"}) before your next message could stop it.`
     : ON_BUSY === "rollback"
-      ? "⏹ Run interrupted by your next message: what it did was discarded."
-      : "⏹ Run interrupted by your next message: it stopped at its next step, the steps it finished are kept.";
+      ? "Run interrupted by your next message: what it did was discarded."
+      : "Run interrupted by your next message: it stopped at its next step; the steps it finished are kept.";
 }
 
 async function run({ text = null, resume = null } = {}) {
@@ -676,7 +678,13 @@ async function run({ text = null, resume = null } = {}) {
         const event = JSON.parse(data);
         if (live.current) onEvent(event, live);
         // a run a newer message stopped: its events show, its end marks it (not the status)
-        else if (event.type === "RUN_FINISHED") markStopped(live, (event.outcome || {}).type === "cancelled" ? "interrupted" : "finished");
+        else if (event.type === "RUN_FINISHED") {
+          const outcome = event.outcome || {};
+          markStopped(live, outcome.type === "cancelled" ? "interrupted" : "finished");
+          // it paused before the stop reached it: the newer message is refused
+          // (INTERRUPT_PENDING) until these are answered, so they show
+          if (outcome.type === "interrupt") showInterrupts(outcome.interrupts || []);
+        }
         else if (event.type === "RUN_ERROR") markStopped(live, "failed", event.code);
         else if (!event.type.startsWith("RUN_")) onEvent(event, live);
       }
