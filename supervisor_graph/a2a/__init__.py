@@ -1,12 +1,13 @@
 """A2A server: the supervisor served to A2A agents and clients (SPEC §27) with `a2a-sdk`.
 
 `add_a2a_routes(app, bridge)` puts on a FastAPI app the agent card at
-`/.well-known/agent-card.json` and the JSON-RPC endpoint at `/a2a` (`SendMessage`,
-`SendStreamingMessage`, `GetTask`, `CancelTask`, and the 0.3 names `message/send`,
-`message/stream`, `tasks/get`, `tasks/cancel`). `SupervisorExecutor` is the SDK's
+`/.well-known/agent-card.json` (and `/a2a/.well-known/agent-card.json`) and the
+JSON-RPC endpoint at `/a2a` (`SendMessage`, `SendStreamingMessage`, `GetTask`,
+`CancelTask`, and the 0.3 names `message/send`, `message/stream`, `tasks/get`,
+`tasks/cancel`). `SupervisorExecutor` is the SDK's
 `AgentExecutor`: one A2A task per run, the context id as the memory's thread, a paused
-approval as `input-required` (see `answers.py` for the answer convention).
-`MemoryTaskStore` keeps the tasks in the agent's memory (sqlite, Postgres), each owned by
+approval as `input-required` (see `answers.py` for the answer convention and the
+camelCase keys of its data part). `MemoryTaskStore` keeps the tasks in the agent's memory (sqlite, Postgres), each owned by
 its user (`tasks.py`).
 
 It drives the supervisor through the AG-UI bridge (`supervisor_graph.agui.AGUIAgent`),

@@ -1,9 +1,12 @@
 """`add_a2a_routes`: the A2A routes of one bridge on a FastAPI app.
 
-`GET /.well-known/agent-card.json` answers the card (`card.py`) with the JSON-RPC URL
-of the host the request named, with `Cache-Control` and an `ETag` (a matching
-`If-None-Match` gets 304); it is public: with a token on the app, the card stays
-readable without it and declares the bearer scheme that every JSON-RPC call needs.
+`GET /.well-known/agent-card.json`, and the same at `/a2a/.well-known/agent-card.json`
+(under the endpoint's path, where the A2A test kit also looks), answers the card
+(`card.py`) with the JSON-RPC URL of the host the request named, with `Cache-Control`,
+an `ETag` (a matching `If-None-Match` gets 304) and `Last-Modified` (an
+`If-Modified-Since` at or after it gets 304 when there is no `If-None-Match`); it is
+public: with a token on the app, the card stays readable without it and declares the
+bearer scheme that every JSON-RPC call needs.
 `POST /a2a` (and `/a2a/`, the same endpoint) is the SDK's JSON-RPC endpoint (1.0
 method names and, through the SDK's compatibility layer, the 0.3 ones: `message/send`,
 `message/stream`, `tasks/get`, `tasks/cancel`), behind a body check of ours and with
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import UTC, datetime
+from email.utils import formatdate, parsedate_to_datetime
 from typing import Any, Literal
 
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -50,6 +55,7 @@ def add_a2a_routes(
     token: bool | None = None,
     compat: Literal["0.3"] | None = None,
     task_store: TaskStore | None = None,
+    last_modified: datetime | None = None,
 ) -> DefaultRequestHandler:
     """Serve `bridge`'s supervisor over A2A on `app`; returns the SDK's request handler.
     Call it before the app serves (it makes the card public on the app's `Guard`).
@@ -60,6 +66,9 @@ def add_a2a_routes(
     store for a remote agent). A callable `resource_id` of the bridge is called with the
     SDK's `ServerCallContext` instead of the HTTP request (`context.state["headers"]`
     holds the request's headers); it owns the tasks as it owns the threads.
+    `last_modified` is the card's `Last-Modified` (default: now, when the routes are
+    added: the card is built from the agent this process loaded, so it can only change
+    with a new process, whose date is later).
     """
     if task_store is None:
         task_store = MemoryTaskStore(_store_of(bridge), resource_owner(bridge.resource_id))
@@ -71,19 +80,28 @@ def add_a2a_routes(
         agent_card=placeholder,
         request_context_builder=TaskContextBuilder(task_store),
     )
-    has_token = _make_card_public(app)
+    card_paths = [AGENT_CARD_WELL_KNOWN_PATH, path.rstrip("/") + AGENT_CARD_WELL_KNOWN_PATH]
+    has_token = _make_card_public(app, card_paths)
     guarded = token if token is not None else has_token
+    # whole seconds: an HTTP date holds no less, and If-Modified-Since compares with it
+    modified = int((last_modified or datetime.now(UTC)).timestamp())
+    modified_date = formatdate(modified, usegmt=True)  # RFC 9110 IMF-fixdate
 
     async def card(request: Request) -> Response:
         url = str(request.base_url).rstrip("/") + path
         body = json.dumps(card_json(agent_card(bridge.agent, url, token=guarded, compat=compat), compat)).encode()
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        headers = {"Cache-Control": f"public, max-age={CARD_MAX_AGE}", "ETag": etag}
-        if _matches(request.headers.get("if-none-match"), etag):
+        headers = {"Cache-Control": f"public, max-age={CARD_MAX_AGE}", "ETag": etag, "Last-Modified": modified_date}
+        if_none_match = request.headers.get("if-none-match")
+        # RFC 9110 13.2.2: If-Modified-Since counts only without If-None-Match
+        if _matches(if_none_match, etag) or (
+            if_none_match is None and _unmodified_since(request.headers.get("if-modified-since"), modified)
+        ):
             return Response(status_code=304, headers=headers)
         return Response(body, media_type="application/json", headers=headers)
 
-    app.add_api_route(AGENT_CARD_WELL_KNOWN_PATH, card, methods=["GET"], include_in_schema=False)
+    for card_path in card_paths:
+        app.add_api_route(card_path, card, methods=["GET"], include_in_schema=False)
     # `/a2a/` is the same endpoint, not a redirect: a POST that follows a 307 is one
     # round trip more, and some clients do not follow it
     app.router.routes.extend(jsonrpc_routes(handler, [path, path.rstrip("/") + "/"]))
@@ -111,11 +129,25 @@ def _matches(if_none_match: str | None, etag: str) -> bool:
     return "*" in tags or etag in tags
 
 
-def _make_card_public(app: FastAPI) -> bool:
+def _unmodified_since(if_modified_since: str | None, modified: int) -> bool:
+    """Whether an `If-Modified-Since` date is at or after `modified` (a date that does
+    not parse is ignored, as RFC 9110 says)."""
+    if not if_modified_since:
+        return False
+    try:
+        when = parsedate_to_datetime(if_modified_since)
+    except (TypeError, ValueError, IndexError):
+        return False
+    if when.tzinfo is None:  # "-0000": a date in UTC
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp() >= modified
+
+
+def _make_card_public(app: FastAPI, paths: list[str]) -> bool:
     """Let the card through the app's `Guard` without the token; whether the Guard has one."""
     for middleware in app.user_middleware:
         options: Any = middleware.kwargs
         if getattr(middleware.cls, "__name__", "") == "Guard":
-            options["public_paths"] = {*options.get("public_paths", ()), AGENT_CARD_WELL_KNOWN_PATH}
+            options["public_paths"] = {*options.get("public_paths", ()), *paths}
             return bool(options.get("auth_token"))
     return False

@@ -7,8 +7,11 @@ sqlite file."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +170,8 @@ async def test_with_a_token_the_card_is_public_and_declares_the_bearer_scheme() 
             answer = await http.get(f"{server.url}/.well-known/agent-card.json")
             assert answer.status_code == 200
             card = answer.json()
+            under = await http.get(f"{server.url}/a2a/.well-known/agent-card.json")
+            assert under.status_code == 200 and under.json() == card
             for path in ("/a2a", "/a2a/"):
                 refused = await http.post(
                     f"{server.url}{path}", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
@@ -180,6 +185,55 @@ async def test_with_a_token_the_card_is_public_and_declares_the_bearer_scheme() 
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
     assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_the_card_is_also_under_the_endpoint_path(served: tuple[str, list[int]]) -> None:
+    url, _ = served
+    async with httpx.AsyncClient(timeout=30) as http:
+        root = await http.get(f"{url}/.well-known/agent-card.json")
+        under = await http.get(f"{url}/a2a/.well-known/agent-card.json")
+    assert under.status_code == 200 and under.headers["content-type"] == "application/json"
+    assert under.json() == root.json()
+    assert list(validator("Agent Card").iter_errors(under.json())) == []
+    for header in ("etag", "last-modified", "cache-control"):
+        assert under.headers[header] == root.headers[header]
+
+
+async def test_the_card_has_a_stable_last_modified_and_answers_if_modified_since(
+    served: tuple[str, list[int]],
+) -> None:
+    url, _ = served
+    card = f"{url}/.well-known/agent-card.json"
+    async with httpx.AsyncClient(timeout=30) as http:
+        first = await http.get(card)
+        modified = first.headers["last-modified"]
+        again = await http.get(card)
+        since = await http.get(card, headers={"If-Modified-Since": modified})
+        later = await http.get(card, headers={"If-Modified-Since": "Fri, 01 Jan 2100 00:00:00 GMT"})
+        earlier = await http.get(card, headers={"If-Modified-Since": "Thu, 01 Jan 1970 00:00:00 GMT"})
+        garbage = await http.get(card, headers={"If-Modified-Since": "yesterday-ish"})
+        # If-None-Match wins over If-Modified-Since (RFC 9110 13.2.2)
+        other_tag = await http.get(card, headers={"If-Modified-Since": modified, "If-None-Match": '"other"'})
+    # RFC 9110 IMF-fixdate, e.g. "Mon, 07 Dec 2026 05:10:00 GMT"
+    assert re.fullmatch(r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
+                        r"\d{4} \d\d:\d\d:\d\d GMT", modified), modified  # fmt: skip
+    assert parsedate_to_datetime(modified) <= datetime.now(UTC)
+    assert again.headers["last-modified"] == modified
+    assert (since.status_code, since.content, since.headers["last-modified"]) == (304, b"", modified)
+    assert since.headers["etag"] == first.headers["etag"]
+    assert later.status_code == 304
+    assert earlier.status_code == 200 and earlier.json() == first.json()
+    assert garbage.status_code == 200 and other_tag.status_code == 200
+
+
+async def test_last_modified_is_the_one_given() -> None:
+    bridge = AGUIAgent(_agent([], ":memory:"))
+    app = create_app(bridge)
+    add_a2a_routes(app, bridge, last_modified=datetime(2026, 3, 1, 12, 30, 5, 900_000, tzinfo=UTC))
+    with ThreadServer(app) as server:
+        async with httpx.AsyncClient(timeout=30) as http:
+            answer = await http.get(f"{server.url}/a2a/.well-known/agent-card.json")
+    assert answer.headers["last-modified"] == "Sun, 01 Mar 2026 12:30:05 GMT"
 
 
 async def test_the_card_is_cached_by_max_age_and_etag(served: tuple[str, list[int]]) -> None:
@@ -221,6 +275,26 @@ async def test_a_follow_up_naming_only_the_task_answers_its_approval(served: tup
     assert done["status"]["state"] == "TASK_STATE_COMPLETED", said(done)
     assert said(done) == "done: paid 5" and len(ledger) == before + 1
     assert fresh["status"]["state"] == "TASK_STATE_COMPLETED", said(fresh)
+
+
+async def test_the_approval_data_part_has_camel_case_keys(served: tuple[str, list[int]]) -> None:
+    """DM-SERIAL-001: A2A 1.0 JSON is camelCase, the keys of our data parts too; the old
+    snake_case `interrupt_id` of an answer is still read (for one release)."""
+    url, ledger = served
+    before = len(ledger)
+    async with httpx.AsyncClient(timeout=30) as http:
+        paused = await send(http, url, message("please pay"))
+        [data] = [p["data"] for p in paused["status"]["message"]["parts"] if "data" in p]
+        [item] = data["interrupts"]
+        answer = {"approved": True, "interrupt_id": item["interruptId"]}
+        done = await send(http, url, message(task_id=paused["id"], data=answer))
+    assert list(validator("Task").iter_errors(paused)) == []
+    assert set(item) == {"interruptId", "kind", "toolName", "args", "message", "responseSchema",
+                         "allowedDecisions", "inputSchema"}  # fmt: skip
+    assert (item["toolName"], item["args"], item["allowedDecisions"]) == ("pay", {"amount": 5}, ["approve", "edit", "reject"])
+    assert not [key for key in json.dumps(data).split('"') if re.fullmatch(r"[a-z]+(_[a-z]+)+", key)], data
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED", said(done)
+    assert len(ledger) == before + 1
 
 
 async def test_a_message_to_a_finished_task_is_refused_and_changes_nothing(served: tuple[str, list[int]]) -> None:

@@ -180,15 +180,15 @@ async def test_a_data_part_edits_or_rejects_with_a_reason(served: tuple[str, lis
         client = await _client(url, http, streaming=True)
         paused = await _send(client, _request("please pay"))
         [waiting] = get_data_parts(paused.status.message.parts)[0]["interrupts"]
-        assert waiting["allowed_decisions"] == ["approve", "edit", "reject"]
-        assert waiting["input_schema"]["required"] == ["amount"]
+        assert waiting["allowedDecisions"] == ["approve", "edit", "reject"]
+        assert waiting["inputSchema"]["required"] == ["amount"]
         before = len(ledger)
         bad = {"approved": True, "args": {"amount": "five"}}
         again = await _send(client, _request(context_id=paused.context_id, task_id=paused.id, data=bad))
         assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED and len(ledger) == before
         said = get_text_parts(again.status.message.parts)[0]
         assert "amount: Input should be a valid integer" in said and "Waiting for approval: pay" in said
-        edit = {"approved": True, "args": {"amount": 2}, "interrupt_id": waiting["interrupt_id"]}
+        edit = {"approved": True, "args": {"amount": 2}, "interruptId": waiting["interruptId"]}
         done = await _send(client, _request(context_id=paused.context_id, task_id=paused.id, data=edit))
         assert done.status.state == TaskState.TASK_STATE_COMPLETED and ledger[before:] == [2]
         assert get_text_parts(done.status.message.parts)[0].endswith("paid 2")
