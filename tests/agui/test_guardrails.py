@@ -13,10 +13,11 @@ from fastapi import FastAPI
 
 from supervisor_graph import Agent, Memory
 from supervisor_graph.agui import AGUIAgent, add_agui_endpoint
-from supervisor_graph.guardrails import GuardContext, allow, block, guardrail, redact
+from supervisor_graph.guardrails import GuardContext, allow, block, guardrail, pii, redact
 from supervisor_graph.testing import ScriptedChatModel
 from tests.agui.conftest import ThreadServer, boss, delegate
 from tests.agui.test_endpoint import body, post
+from tests.nodes.test_guard_stream import ChunkedModel
 
 SECRET = "sk-LEAK9876543210"
 
@@ -43,6 +44,18 @@ def team() -> Agent:
 
 
 MEMORY = Memory(":memory:")
+ADDRESS = "jo.smith@example.com"
+
+
+def address_at(messages: Any) -> str:
+    """`offset N`: an answer with the address N characters further on."""
+    return "x" * int(str(messages[-1].content).split()[-1]) + f" please write to {ADDRESS} today and tomorrow."
+
+
+def pii_streamer(memory: Memory) -> Agent:
+    """The issue's setting: windows of 8 tokens, 1 of overlap; the model cuts every 3 characters."""
+    guard = pii(kinds=["email"], at="output", mode="streaming", window_tokens=8, overlap_tokens=1)
+    return Agent(id="mailer", model=ChunkedModel(policy=address_at, sizes=[3]), guardrails=[guard], memory=memory)
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +64,7 @@ def url() -> Iterator[str]:
     add_agui_endpoint(app, AGUIAgent(guarded_top(MEMORY), resource_id="u1", subagent_visibility="attributed"), "/native")
     add_agui_endpoint(app, AGUIAgent(guarded_top(Memory(":memory:")), resource_id="u1", compat="mastra"), "/mastra")
     add_agui_endpoint(app, AGUIAgent(team(), resource_id="u1", subagent_visibility="attributed"), "/team")
+    add_agui_endpoint(app, AGUIAgent(pii_streamer(MEMORY), resource_id="u1"), "/pii")
     with ThreadServer(app) as running:
         yield running.url
 
@@ -78,6 +92,20 @@ async def test_a_streamed_answer_is_redacted_in_every_event(url: str) -> None:
     verdicts = [e["value"]["verdict"] for e in events if e["type"] == "CUSTOM" and e["name"] == "supervisor_graph.guard"]
     assert "redact" in verdicts
     assert all(SECRET not in str(m.content) for m in await MEMORY.get_messages("guard-2"))
+
+
+async def test_a_streaming_pii_guard_sends_no_address_at_any_offset(url: str) -> None:
+    """Issue 47: with windows of 8 tokens and 1 of overlap the address reached the events and
+    the thread in full at most offsets, and a redaction could leave a stray character."""
+    for offset in range(12):
+        thread = f"pii-{offset}"
+        events, _, _ = await post(f"{url}/pii", body(thread, f"offset {offset}"))
+        assert events[-1]["type"] == "RUN_FINISHED"
+        text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+        expected = "x" * offset + " please write to [REDACTED_EMAIL] today and tomorrow."
+        assert text == expected
+        assert ADDRESS not in str(events) and "@example" not in str(events)
+        assert [m.content for m in await MEMORY.get_messages(thread)] == [f"offset {offset}", expected]
 
 
 async def test_mastra_dialect_code(url: str) -> None:
