@@ -167,3 +167,35 @@ async def test_a_subagents_approval_names_it_and_updates_its_card(served_desk: s
         await expect(sub).to_have_class("sub done")
         await expect(sub.locator(".name")).to_have_text("payments-agent")
         await page.screenshot(path=str(ARTIFACTS / "history-delegation.png"))
+
+
+@pytest.fixture(scope="module")
+def served_demo() -> Iterator[str]:
+    from supervisor_graph.examples.research_write import build_agents
+
+    with ThreadServer(create_app(build_agents(memory=Memory(":memory:")), resource_id="web-user")) as running:
+        yield running.url
+
+
+async def test_the_demo_publishes_its_article_whole_after_a_new_title(served_demo: str) -> None:
+    """The report: on the demo's `publish`, changing only the title published the article
+    run together ("# Owls: what we knowWhat should you know…"), which its word count shows."""
+    from playwright.async_api import expect
+
+    from supervisor_graph.examples.research_write import PUBLISH_PROMPT
+
+    async with offline_page() as page:
+        await page.goto(f"{served_demo}/")
+        await page.fill("#prompt", PUBLISH_PROMPT)
+        await page.press("#prompt", "Enter")
+        card = page.locator(".approval")
+        await expect(card).to_contain_text("publish waits for approval", timeout=30_000)
+        await expect(card.locator(".who")).to_have_text("Called by parent-agent, the supervisor")
+        article = await card.locator('.args dd[data-arg="article"]').text_content()
+        assert article and "\n\n" in article
+        await card.get_by_role("button", name="Edit").click()
+        await card.locator('form.edit [name="title"]').fill("AI in education: what we know")
+        await card.get_by_role("button", name="Run with these arguments").click()
+        published = page.locator(".msg.tool", has_text="publish →")
+        await expect(published).to_contain_text(f"({len(article.split())} words)", timeout=30_000)
+        await expect(published).to_contain_text("Published 'AI in education: what we know'")
