@@ -9,7 +9,7 @@ subagent's model context, which is rebuilt whenever that node runs, also on resu
 Each concern has a module of its own; this one gathers their public names, which the
 rest of the library imports from here:
 
-- `delegation_result`: `DelegationRecord`, `DelegationResult`, `failure_text`
+- `delegation_result`: `DelegationRecord`, `DelegationResult`, `DelegationAbortedError`, `failure_text`
 - `delegation_hooks`: the hooks' contexts and results, running a hook, recording its failure
 - `delegation_view`: the parent's conversation as a subagent sees it, `message_filter`
 - `delegation_start`: the `<key>.start` node
@@ -29,6 +29,7 @@ from supervisor_graph.nodes.context import (
     check_json,
 )
 from supervisor_graph.nodes.delegation_complete import (
+    abort_delegation,
     complete_hook,
     finish_delegation,
     make_complete_node,
@@ -44,7 +45,12 @@ from supervisor_graph.nodes.delegation_hooks import (
     run_hook,
     validate_hook_result,
 )
-from supervisor_graph.nodes.delegation_result import DelegationRecord, DelegationResult, failure_text
+from supervisor_graph.nodes.delegation_result import (
+    DelegationAbortedError,
+    DelegationRecord,
+    DelegationResult,
+    failure_text,
+)
 from supervisor_graph.nodes.delegation_start import DEFAULT_REJECTION, make_start_node
 from supervisor_graph.nodes.delegation_transcript import record_answer, record_transcript
 from supervisor_graph.nodes.delegation_view import apply_message_filter, model_view
@@ -57,12 +63,14 @@ __all__ = [
     "RUN_ID_KEY",
     "THREAD_ID_KEY",
     "DelegationCompleteContext",
+    "DelegationAbortedError",
     "DelegationCompleteResult",
     "DelegationRecord",
     "DelegationResult",
     "DelegationStartContext",
     "DelegationStartResult",
     "HookFailed",
+    "abort_delegation",
     "apply_message_filter",
     "check_json",
     "complete_hook",

@@ -9,7 +9,9 @@ super-step.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -24,7 +26,7 @@ from supervisor_graph.nodes.delegation_hooks import (
     record_hook_error,
     run_hook,
 )
-from supervisor_graph.nodes.delegation_result import DelegationRecord, failure_text
+from supervisor_graph.nodes.delegation_result import DelegationRecord, abort_reason, failure_text, mark_aborted
 from supervisor_graph.nodes.events import Emitter
 from supervisor_graph.nodes.guard_boundaries import announce_result, guard_result
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
@@ -35,7 +37,13 @@ from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import USAGE_BY_AGENT_KEY
 from supervisor_graph.nodes.tracing import announce
 
-__all__ = ["complete_hook", "finish_delegation", "make_complete_node", "result_message"]
+__all__ = ["abort_delegation", "complete_hook", "finish_delegation", "make_complete_node", "result_message"]
+
+log = logging.getLogger("supervisor_graph")
+
+# how long `on_delegation_complete` may take on a delegation an abort cut short: the
+# abort waits for it, and an abort stops the run at once (SPEC §10)
+ABORT_HOOK_GRACE_S = 2.0
 
 
 def result_message(
@@ -116,6 +124,21 @@ async def complete_hook(
     if outcome.result_text is not None:
         record.result_text = outcome.result_text
     return outcome, ctx.bailed
+
+
+async def abort_delegation(opts: RunOptions, handle: RunHandle, record: DelegationRecord, sub_id: str) -> None:
+    """The run was aborted while this delegation ran (its node is being cancelled): the
+    delegation is a failure with the abort's reason, and `on_delegation_complete` is told
+    so. What the hook returns no longer matters: the run is over, and the facade gives
+    the call its `[Aborted]` result."""
+    mark_aborted(record, abort_reason(handle.abort_signal))
+    if opts.delegation.on_delegation_complete is None:
+        return
+    try:
+        async with asyncio.timeout(ABORT_HOOK_GRACE_S):
+            await complete_hook(opts, handle, record, sub_id)
+    except TimeoutError:
+        log.warning("on_delegation_complete for %r took over %.0f s after the abort; not waited for", sub_id, ABORT_HOOK_GRACE_S)
 
 
 async def finish_delegation(

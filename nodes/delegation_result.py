@@ -19,7 +19,22 @@ from supervisor_graph.nodes.guards import TripwireError
 from supervisor_graph.nodes.state import Usage
 from supervisor_graph.nodes.structured_output import StructuredOutputError
 
-__all__ = ["DelegationRecord", "DelegationResult", "failure_text"]
+__all__ = ["DelegationAbortedError", "DelegationRecord", "DelegationResult", "abort_reason", "failure_text", "mark_aborted"]
+
+
+class DelegationAbortedError(Exception):
+    """The run was aborted (SPEC §10) before the delegation finished: `ctx.error` of
+    `on_delegation_complete`. `reason` is what `controller.abort(reason)` was given (None
+    when nothing was); the message is that reason as text, else `"aborted"`."""
+
+    def __init__(self, reason: Any = None) -> None:
+        super().__init__("aborted" if reason is None else str(reason))
+        self.reason = reason
+
+
+def abort_reason(signal: Any) -> Any:
+    """The reason an abort signal was given (an `asyncio.Event` has none)."""
+    return getattr(signal, "reason", None)
 
 
 class DelegationResult(BaseModel):
@@ -27,7 +42,10 @@ class DelegationResult(BaseModel):
     `on_delegation_complete` and each item of `GenerateResult.delegations` (SPEC §6.5).
 
     On a failed delegation `success` is false, `text` is the partial text (or `""`) and
-    `error` names the exception's type (the exception itself is `ctx.error`).
+    `error` names the exception's type (the exception itself is `ctx.error`). An aborted
+    delegation (the run's `abort_signal` fired while it ran) is a failed one with
+    `finish_reason "abort"` and the run's abort reason as `error` (`"aborted"` when
+    the abort gave none).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -92,7 +110,7 @@ class DelegationRecord:
             "prompt": self.prompt,
             "success": self.success,
             "ref_id": self.ref_id,
-            "error": type(self.error).__name__ if self.error is not None else None,
+            "error": _error_text(self.error),
             **self.outcome(),
         }
 
@@ -117,10 +135,30 @@ class DelegationRecord:
         return result.model_copy(update={"object": value})
 
 
+def _error_text(error: BaseException | None) -> str | None:
+    if error is None:
+        return None
+    if isinstance(error, DelegationAbortedError):  # why the run was aborted: the caller's own words
+        return str(error)
+    return type(error).__name__
+
+
+def mark_aborted(record: DelegationRecord, reason: Any = None) -> None:
+    """`record` as a delegation the run's abort cut short (SPEC §10): a failure whose
+    finish reason is `"abort"`, its error the abort's reason. What it did before the abort
+    (partial text, usage, tool results) stays."""
+    record.success = False
+    record.finish_reason = "abort"
+    if not isinstance(record.error, DelegationAbortedError):
+        record.error = DelegationAbortedError(reason)
+
+
 def failure_text(agent_id: str, error: BaseException | None = None) -> str:
     """What the supervisor model sees of a failed delegation: never the raw error, but
     the field errors of an answer that did not match its output schema (our own words
     about the subagent's answer, which the supervisor can act on)."""
+    if isinstance(error, DelegationAbortedError):  # as every call the abort left unfinished reads
+        return f"[Aborted] The run was cancelled before {agent_id} finished this task."
     if isinstance(error, TripwireError):  # the guard's name, never the text it blocked (SPEC §30)
         return (
             f"[Delegation Failed] the guardrail {error.tripwire.guard!r} stopped {agent_id} at its "

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from supervisor_graph.nodes.delegation_result import DelegationRecord
+from supervisor_graph.nodes.delegation_result import DelegationRecord, abort_reason, mark_aborted
 from supervisor_graph.nodes.routing import last_turn, unanswered
 from supervisor_graph.nodes.state import run_start, usage_by_agent_of_run, usage_total
 from supervisor_graph.nodes.structured_output import OutputSchema, StructuredOutputError
@@ -35,11 +35,16 @@ def record_transcript(record: DelegationRecord, latest: dict[str, Any]) -> None:
     record.sub_agent_tool_results = _tool_results(record.messages)
 
 
-def record_answer(record: DelegationRecord, latest: dict[str, Any]) -> None:
-    """A finished delegation's text and finish reason (after `record_transcript`)."""
+def record_answer(record: DelegationRecord, latest: dict[str, Any], abort_signal: Any = None) -> None:
+    """A finished delegation's text and finish reason (after `record_transcript`). A
+    subagent that stopped at the run's abort signal (`abort_signal`, for its reason)
+    ended, but did not do its task: a failed delegation (SPEC §10)."""
     _, last = last_turn(record.messages)
     record.text = text_of(last) if last is not None and not last.tool_calls else ""
     record.finish_reason = latest.get("finish_reason") or "stop"
+    if record.finish_reason == "abort":
+        mark_aborted(record, abort_reason(abort_signal))
+        return
     invalid = latest.get("structured_output_error")
     if invalid:  # the subagent's answer never matched its schema: a failed delegation (SPEC §28)
         raise StructuredOutputError.from_dict(invalid)

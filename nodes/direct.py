@@ -191,7 +191,7 @@ async def run_directly(
         return Command(goto=Send(key, {**task, RESUME_NS_KEY: namespace, "request_context": values}))
     answer = {"messages": history, "finish_reason": outcome, **loop.structured}
     await journal.save(history, finish_reason=outcome, structured=loop.structured)
-    record_answer(record, answer)
+    record_answer(record, answer, handle.abort_signal)
     exceeded_result(record, handle.budget)
     if run is not None:
         await run.on_chain_end({"text": record.text, "finish_reason": outcome})

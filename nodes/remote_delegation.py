@@ -10,6 +10,7 @@ local subagent's delegation is finished.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,8 +25,8 @@ from langgraph.types import Command
 from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.nodes.budget import spend
 from supervisor_graph.nodes.context import RUN_IDENTITY_KEYS
-from supervisor_graph.nodes.delegation_complete import finish_delegation
-from supervisor_graph.nodes.delegation_result import DelegationRecord
+from supervisor_graph.nodes.delegation_complete import abort_delegation, finish_delegation
+from supervisor_graph.nodes.delegation_result import DelegationRecord, abort_reason, mark_aborted
 from supervisor_graph.nodes.delegation_view import apply_message_filter, model_view
 from supervisor_graph.nodes.errors import log_failure
 from supervisor_graph.nodes.events import EVENT_KEY, Emitter
@@ -158,8 +159,13 @@ async def delegate_remotely(
     try:
         await exchange(delegation)
         spend(handle.budget, record.usage)  # counted against this run's budgets once it has ended (SPEC §25)
+        if record.finish_reason == "abort":  # the remote run was aborted: not an answer
+            mark_aborted(record, abort_reason(handle.abort_signal))
     except GraphBubbleUp:
         raise  # this graph's own pause: the parent's caller answers it
+    except asyncio.CancelledError:  # this run was aborted: the exchange cancelled the remote run
+        await abort_delegation(opts, handle, record, agent_id)
+        raise
     except Exception as exc:  # noqa: BLE001 - an unreachable or failing server is a failed delegation
         record.success, record.error, record.finish_reason = False, exc, "error"
         log_failure(log, logging.WARNING, f"{protocol} delegation to %r failed", exc, agent_id)

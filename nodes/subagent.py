@@ -35,7 +35,7 @@ from supervisor_graph.nodes.context import (
     THREAD_ID_KEY,
     RequestContext,
 )
-from supervisor_graph.nodes.delegation_complete import finish_delegation
+from supervisor_graph.nodes.delegation_complete import abort_delegation, finish_delegation
 from supervisor_graph.nodes.delegation_hooks import HookFailed
 from supervisor_graph.nodes.delegation_result import DelegationRecord
 from supervisor_graph.nodes.delegation_transcript import record_answer, record_transcript
@@ -242,6 +242,11 @@ def make_subagent_node(
                 return handoff  # it pauses as the first action of a fresh task
         except GraphBubbleUp:
             raise  # interrupts and parent commands belong to LangGraph
+        except asyncio.CancelledError:
+            # the run was aborted (or a new message stopped it) while the subagent ran: a
+            # failed delegation, never a success with no text (SPEC §10)
+            await abort_delegation(opts, handle, record, agent_id)
+            raise
         except Exception as exc:  # noqa: BLE001 - a failed subagent is a failed tool result
             error = exc.cause if isinstance(exc, HookFailed) else original_error(exc)
             record.success, record.error = False, error
@@ -288,8 +293,9 @@ async def _run(graph: Any, prompt: str, config: RunnableConfig, context: RunCont
             latest = values
     finally:
         record_transcript(record, latest)
-    record_answer(record, latest)
-    exceeded_result(record, context.handle.budget if context.handle is not None else None)
+    handle = context.handle
+    record_answer(record, latest, handle.abort_signal if handle is not None else None)
+    exceeded_result(record, handle.budget if handle is not None else None)
 
 
 async def _started_update(
