@@ -121,6 +121,8 @@ async def test_abort_cancels_the_remote_run(server: str) -> None:
     await abort_when_started()
     result = await stream.result()
     assert result.finish_reason == "abort"
+    [delegation] = result.delegations  # a failure with the abort's reason, never an empty success
+    assert not delegation.success and delegation.finish_reason == "abort" and delegation.error == "enough"
     client = get_client(url=server)
     threads = await client.threads.search(metadata={"parent_agent": "boss"}, limit=100)
     runs = [run for t in threads for run in await client.runs.list(t["thread_id"])]
