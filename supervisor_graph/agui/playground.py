@@ -55,8 +55,9 @@ def _message(message: BaseMessage, delegates: dict[str, str]) -> dict[str, Any] 
         if message.name == "update_working_memory":
             return None
         shown = {"id": message.id, "role": "tool", "content": text, "toolCallId": message.tool_call_id, "name": message.name}
-        if message.name in delegates:
+        if message.name in delegates:  # the delegation's card: done, or failed (rejected, its subagent failed)
             shown["agent"] = delegates[message.name]
+            shown["status"] = message.status
         return shown
     return None
 

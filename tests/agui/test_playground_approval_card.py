@@ -59,8 +59,7 @@ def _desk(messages: list[Any]) -> Any:
     return delegate("payments_agent", ask)
 
 
-@pytest.fixture(scope="module")
-def served_desk() -> Iterator[str]:
+def _desk_agent() -> Agent:
     publish = create_tool(
         id="publish", description="Publish an article.", input_schema=Article, execute=_publish,
         require_approval={"allowed_decisions": ["approve", "edit", "reject"], "description": "Read it before it goes out."},
@@ -69,11 +68,22 @@ def served_desk() -> Iterator[str]:
         id="payments-agent", description="Pays bills.", tools=[pay_tool(PAID)],
         model=ScriptedChatModel(policy=after_tool("payments", tool_call("pay", {"amount": 5}))),
     )
-    desk = Agent(
+    return Agent(
         id="desk", model=ScriptedChatModel(policy=_desk, record_calls=False), tools=[publish],
         agents={"payments_agent": payments}, memory=Memory(":memory:"),
     )
-    with ThreadServer(create_app(desk, resource_id="web-user")) as running:
+
+
+@pytest.fixture(scope="module")
+def served_desk() -> Iterator[str]:
+    with ThreadServer(create_app(_desk_agent(), resource_id="web-user")) as running:
+        yield running.url
+
+
+@pytest.fixture(scope="module")
+def served_desk_mastra() -> Iterator[str]:
+    """The Mastra dialect: its approvals carry no agent path, only the subagent run."""
+    with ThreadServer(create_app(_desk_agent(), resource_id="web-user", compat="mastra")) as running:
         yield running.url
 
 
@@ -133,12 +143,14 @@ async def test_edited_text_keeps_its_line_breaks(served_desk: str) -> None:
     ]
 
 
-async def test_a_subagents_approval_names_it_and_updates_its_card(served_desk: str) -> None:
+@pytest.mark.parametrize("dialect", ["supervisor_graph", "mastra"])
+async def test_a_subagents_approval_names_it_and_updates_its_card(dialect: str, request: pytest.FixtureRequest) -> None:
     from playwright.async_api import expect
 
+    served = request.getfixturevalue("served_desk" if dialect == "supervisor_graph" else "served_desk_mastra")
     PAID.clear()
     async with offline_page() as page:
-        await page.goto(f"{served_desk}/")
+        await page.goto(f"{served}/")
         await page.fill("#prompt", "pay the bill")
         await page.press("#prompt", "Enter")
         card = page.locator(".approval")
@@ -147,7 +159,7 @@ async def test_a_subagents_approval_names_it_and_updates_its_card(served_desk: s
         await expect(card).to_have_attribute("data-agent", "payments-agent")
         sub = page.locator('.sub[data-subagent="payments-agent"]')
         await expect(sub).to_have_class("sub waiting")
-        await page.screenshot(path=str(ARTIFACTS / "approval-subagent.png"))
+        await page.screenshot(path=str(ARTIFACTS / f"approval-subagent-{dialect}.png"))
         await card.get_by_role("button", name="Approve").click()
         await expect(page.locator(".msg.assistant").last).to_have_text("done: payments: paid 5", timeout=30_000)
         # one card for the delegation, done: the resumed delegation took the waiting one over
@@ -166,7 +178,7 @@ async def test_a_subagents_approval_names_it_and_updates_its_card(served_desk: s
         await expect(sub).to_have_count(1)
         await expect(sub).to_have_class("sub done")
         await expect(sub.locator(".name")).to_have_text("payments-agent")
-        await page.screenshot(path=str(ARTIFACTS / "history-delegation.png"))
+        await page.screenshot(path=str(ARTIFACTS / f"history-delegation-{dialect}.png"))
 
 
 @pytest.fixture(scope="module")

@@ -212,8 +212,9 @@ function historyDelegation(m) {
   addMessage("tool", `${m.agent} → ${m.content}`).dataset.agent = m.agent;
   subCard({ name: m.agent, subagentRunId: `history:${m.toolCallId}`, parentToolCallId: m.toolCallId });
   const card = app.subs.get(`history:${m.toolCallId}`);
-  card.classList.replace("running", "done");
-  card.querySelector(".state").textContent = "done";
+  const state = m.status === "error" ? "failed" : "done";
+  card.classList.replace("running", state);
+  card.querySelector(".state").textContent = state;
   card.querySelector(".text").textContent = m.content;
 }
 
