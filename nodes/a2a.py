@@ -218,8 +218,10 @@ def _request(answer: _Answer, spec: A2ASpec, handle: RunHandle, namespace: str, 
         for i in d.get("interrupts") or ()
         if isinstance(i, Mapping)
     ]
-    if len(waiting) == 1 and waiting[0].get("tool_name"):
-        tool_name, args = str(waiting[0]["tool_name"]), dict(waiting[0].get("args") or {})
+    # `toolName` since A2A 1.0's camelCase; `tool_name` from servers before it
+    named = (waiting[0].get("toolName") or waiting[0].get("tool_name")) if len(waiting) == 1 else None
+    if named:
+        tool_name, args = str(named), dict(waiting[0].get("args") or {})
     return {
         "kind": "approval",
         "tool_call_id": f"a2a-{answer.task_id}-{round_}",
