@@ -18,9 +18,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from supervisor_graph.agent import Agent
 from supervisor_graph.agui.agent import AGUIAgent
+from supervisor_graph.agui.interrupts import Pause
 from supervisor_graph.agui.serving import root_thread, thread_access
 from supervisor_graph.agui.sse import add_agui_endpoint
+from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.run.resume import pending_interrupts
 
 __all__ = ["PLAYGROUND_AGENT_PATH", "add_playground"]
 
@@ -69,6 +72,18 @@ def _call(call: Any, delegates: dict[str, str]) -> dict[str, Any]:
     return shown
 
 
+async def _callers(bridge: AGUIAgent, thread_id: str, resource: str) -> dict[str, list[str]]:
+    """The agent path of each pending approval, by interrupt id: the Mastra dialect's
+    interrupts do not carry it (this project's have it in their metadata), and a reloaded
+    page has no delegation card to name the subagent from."""
+    try:
+        found = await pending_interrupts(bridge.agent, memory={"thread": thread_id, "resource": resource})
+    except ThreadBusyError:
+        return {}
+    pauses = (Pause.of_value(item.id, item.value) for item in found)
+    return {p.interrupt_id(bridge.dialect): list(p.agent_path) for p in pauses if p.agent_path}
+
+
 def add_playground(app: FastAPI, main: AGUIAgent) -> None:
     """Serve the page at `/` for `main`'s agent (and its assets, its AG-UI endpoint, the
     resource's threads and their history)."""
@@ -113,7 +128,10 @@ def add_playground(app: FastAPI, main: AGUIAgent) -> None:
         # what the paused run's RUN_FINISHED carried: a reloaded page shows and answers them
         paused = await bridge.waiting(thread_id, resource) if root_thread(thread_id) == thread_id else []
         waiting = [i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in paused]
-        return JSONResponse({"messages": messages, "state": state, "interrupts": waiting})
+        shown: dict[str, Any] = {"messages": messages, "state": state, "interrupts": waiting}
+        if paused and bridge.dialect.camel:
+            shown["callers"] = await _callers(bridge, thread_id, resource)
+        return JSONResponse(shown)
 
     app.add_api_route("/", index, methods=["GET"], include_in_schema=False)
     app.add_api_route("/playground/{name}", asset, methods=["GET"], include_in_schema=False)

@@ -211,3 +211,25 @@ async def test_the_demo_publishes_its_article_whole_after_a_new_title(served_dem
         published = page.locator(".msg.tool", has_text="publish →")
         await expect(published).to_contain_text(f"({len(article.split())} words)", timeout=30_000)
         await expect(published).to_contain_text("Published 'AI in education: what we know'")
+
+
+@pytest.mark.parametrize("dialect", ["supervisor_graph", "mastra"])
+async def test_a_reloaded_approval_still_names_its_agent(dialect: str, request: pytest.FixtureRequest) -> None:
+    """After a reload there is no delegation card to name the subagent from: this project's
+    interrupts carry the agent path, and for the Mastra dialect's the history gives it."""
+    from playwright.async_api import expect
+
+    served = request.getfixturevalue("served_desk" if dialect == "supervisor_graph" else "served_desk_mastra")
+    async with offline_page() as page:
+        await page.goto(f"{served}/")
+        await page.fill("#prompt", "pay the other bill")
+        await page.press("#prompt", "Enter")
+        card = page.locator(".approval")
+        await expect(card).to_contain_text("pay waits for approval", timeout=30_000)
+        thread = await page.locator('#threads button[aria-current="true"]').inner_text()
+        await page.reload()
+        await page.locator("#threads button", has_text=thread).click()
+        await expect(card).to_contain_text("pay waits for approval", timeout=30_000)
+        await expect(card.locator(".who")).to_have_text("Called by payments-agent, subagent of desk")
+        await card.get_by_role("button", name="Approve").click()
+        await expect(page.locator(".msg.assistant").last).to_have_text("done: payments: paid 5", timeout=30_000)

@@ -61,6 +61,7 @@ const app = {
   assistantNodes: new Map(), // message id -> bubble
   subs: new Map(), // subagent run id -> card
   calls: new Map(), // tool call id -> {name, args}
+  callers: {}, // interrupt id -> agent path, from a reloaded thread's history (the Mastra dialect's interrupts lack it)
   state: null, // shared state (working memory)
 };
 
@@ -102,7 +103,8 @@ async function openThread(id) {
   app.messages = [];
   const response = await fetch(`${ENDPOINT}/threads/${encodeURIComponent(id)}`);
   if (response.ok) {
-    const { messages, state, interrupts } = await response.json();
+    const { messages, state, interrupts, callers } = await response.json();
+    app.callers = callers || {};
     for (const m of messages) {
       if (m.role === "tool") {
         if (m.agent) historyDelegation(m);
@@ -298,7 +300,7 @@ function showInterrupts(interrupts) {
 // down), else the card of the subagent run it names (attributed subagents, the Mastra
 // dialect), else the supervisor, which runs the page's endpoint.
 function callerOf(item, meta) {
-  const path = meta.agent_path || meta.agentPath;
+  const path = meta.agent_path || meta.agentPath || app.callers[item.id];
   const supervisor = $("agent-name").textContent;
   if (Array.isArray(path) && path.length) return { name: String(path[path.length - 1]), parents: path.slice(0, -1).map(String) };
   if (item.subagentRunId) {
