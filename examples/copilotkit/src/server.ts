@@ -68,5 +68,8 @@ server.listen(PORT, HOST, () => {
 });
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => server.close(() => process.exit(0)));
+  process.on(signal, () => {
+    server.close(() => process.exit(0));
+    server.closeAllConnections(); // streams left open would hold close() up
+  });
 }
