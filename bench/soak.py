@@ -66,6 +66,7 @@ PATH = "/agent"
 RESOURCE = "soak"
 MODES = ("reject", "enqueue", "interrupt", "rollback")
 MB = 1024 * 1024
+RUN_LIMIT = 120.0  # seconds a run may take before the client counts it stuck
 
 
 # -- the served agent ---------------------------------------------------------------------
@@ -199,7 +200,7 @@ class SoakResult:
 
     @property
     def failed(self) -> bool:
-        return bool(self.threads_losing or self.threads_out_of_step or self.leaking or not self.sent)
+        return bool(self.threads_losing or self.threads_out_of_step or self.leaking or not self.sent or self.outcomes["stuck"])
 
     @property
     def leaking(self) -> dict[int, float]:
@@ -211,6 +212,7 @@ class SoakResult:
             "actions": dict(self.actions), "outcomes": dict(self.outcomes), "threads": len(self.threads),
             "runs_checked": sum(len(v) for v in self.sent.values()),
             "threads_losing_messages": len(self.threads_losing), "threads_out_of_step": len(self.threads_out_of_step),
+            "stuck_runs": self.outcomes["stuck"],
             "rss_growth_mb_after_1_min": {str(p): round(g, 1) for p, g in self.growth().items()},
             "never_retrieved": self.never_retrieved, "leases_taken_over": self.taken_over,
         }  # fmt: skip
@@ -250,15 +252,22 @@ class _Clients:
         self.weights = [WEIGHTS[a] for a in actions]
 
     async def run(self, client: Any, body: dict[str, Any], *, retry_busy: bool = True) -> dict[str, Any]:
-        """One request to its terminal event (THREAD_BUSY retried unless told not to)."""
+        """One request to its terminal event (THREAD_BUSY retried unless told not to). A
+        run with no terminal event within `RUN_LIMIT` seconds is `stuck` (keep-alives
+        keep its stream open: the client's read timeout never fires)."""
         from bench.load_clients import last_event
+
+        async def one() -> bytes:
+            async with client.stream("POST", self.url, json=body, headers={"accept": "text/event-stream"}) as response:
+                if response.status_code != 200:
+                    return f'data: {{"type": "HTTP {response.status_code}"}}'.encode()
+                return b"".join([chunk async for chunk in response.aiter_bytes()])
 
         for _ in range(100):
             try:
-                async with client.stream("POST", self.url, json=body, headers={"accept": "text/event-stream"}) as response:
-                    if response.status_code != 200:
-                        return {"type": f"HTTP {response.status_code}"}
-                    last = last_event(b"".join([chunk async for chunk in response.aiter_bytes()]))
+                last = last_event(await asyncio.wait_for(one(), RUN_LIMIT))
+            except TimeoutError:
+                return {"type": "stuck"}
             except Exception as exc:  # noqa: BLE001 - counted as an outcome
                 return {"type": type(exc).__name__}
             if retry_busy and last.get("code") == "THREAD_BUSY":
@@ -484,7 +493,7 @@ def report(result: SoakResult) -> str:
         f"**{result.storage}, `--workers {result.workers}`, {result.clients} clients, {result.minutes:g} min**: "
         f"{sum(result.actions.values())} actions ({', '.join(f'{k} {v}' for k, v in sorted(result.actions.items()))}); "
         f"{checked} successful runs checked on {len(result.threads)} threads: {len(result.threads_losing)} losing a message, "
-        f"{len(result.threads_out_of_step)} out of step; worker RSS growth after the first minute (MB): {growth}; "
+        f"{len(result.threads_out_of_step)} out of step, {result.outcomes['stuck']} runs stuck; worker RSS growth after the first minute (MB): {growth}; "
         f"{'FAILED' if result.failed else 'passed'}."
     )
     return "\n".join([head, "", *result.table()])
