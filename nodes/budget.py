@@ -215,6 +215,19 @@ def spend(scope: BudgetScope | None, usage: Mapping[str, Any] | None) -> None:
         add_usage(meter.usage, usage)
 
 
+def count_dropped(
+    scope: BudgetScope | None, ledger: dict[str, UsageCounts], path: str, usage: Mapping[str, Any] | None
+) -> None:
+    """A model call whose answer never reaches a message (a guard tripped on the turn or
+    sent the answer back, SPEC §30) was billed all the same: its usage counts against the
+    budgets and in `ledger`, the run's usage that is in no message (by agent path), which
+    the run's result adds to `usage` and `usage_by_agent`."""
+    if not usage:
+        return
+    add_usage(ledger.setdefault(path, zero_usage()), usage)
+    spend(scope, usage)
+
+
 def take_tool_call(scope: BudgetScope | None, call: ToolCall) -> ToolMessage | None:
     """Count a tool call about to run: None when every budget allows it, else the result
     it gets instead of running. Check and count happen together, so parallel calls

@@ -72,8 +72,9 @@ from supervisor_graph.nodes.guards import TripwireError, guards_at
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.routing import SUPERVISOR_NODE, dispatch, unanswered
 from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.spent import step_finish, unless_dropped
 from supervisor_graph.nodes.structured_output import retries_used, settle, stray_final_answers
-from supervisor_graph.nodes.supervisor import finish_reason_of, model_input, repair_calls, step_finish
+from supervisor_graph.nodes.supervisor import finish_reason_of, model_input, repair_calls
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.tools import ToolRun, needs_approval, run_tool_call
 
@@ -329,7 +330,8 @@ class _Loop:
                 config = quiet(self.model_config) if guarded else self.model_config
                 response = await _call(model, prompt, config, self.spec.retry_policy, self.spec.agent_id)
             if guarded:
-                response = await leaf_answer(self.spec, response, windowed, self.history, self.handle, self.config, self.emit)
+                checked = leaf_answer(self.spec, response, windowed, self.history, self.handle, self.config, self.emit)
+                response = await unless_dropped(checked, response, self.handle, self.emit, iteration + 1)
                 if response is None:
                     continue  # sent back: the model answers again
                 if HELD_MARK in response.additional_kwargs:

@@ -46,9 +46,9 @@ from supervisor_graph.nodes.routing import (
 )
 from supervisor_graph.nodes.scope import run_scope, with_version
 from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.spent import dropped, step_finish
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input, run_start
 from supervisor_graph.nodes.structured_output import OutputSchema, retries_used, settle, stray_final_answers
-from supervisor_graph.nodes.text import reasoning_artifacts
 from supervisor_graph.nodes.tools import ABORTED_TOOL_TEXT
 from supervisor_graph.nodes.working_memory import (
     WORKING_MEMORY_TOOL,
@@ -205,21 +205,6 @@ async def _update_memory(
     return results, state_update
 
 
-def step_finish(response: AIMessage, iteration: int) -> dict[str, Any]:
-    """The `step-finish` payload of a model turn (usage, model and provider for
-    attribution, reasoning artefacts)."""
-    meta = response.response_metadata or {}
-    return {
-        "iteration": iteration,
-        "finish_reason": "tool-calls" if response.tool_calls else finish_reason_of(response),
-        "usage": response.usage_metadata,
-        "message_id": response.id,
-        "model": meta.get("model_name") or meta.get("model"),
-        "provider": meta.get("model_provider"),
-        "reasoning_artifacts": reasoning_artifacts(response),
-    }
-
-
 def make_supervisor_node(spec: AgentSpec) -> Any:
     async def supervisor(state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         ctx = runtime.context if runtime is not None else None
@@ -270,6 +255,7 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         system = budget_notice(handle.budget, system)  # a budget at 80%: one line, this call only
         history = [*messages, *pending] if pending else messages
         compacted: Any = None
+        answers: list[Any] = []  # what the model answered this step: a guard may keep it out of the thread
 
         async def invoke(history: Sequence[BaseMessage], streamed: bool = False, send: bool = False) -> Any:
             nonlocal compacted
@@ -280,8 +266,11 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
                 spend(handle.budget, compacted["usage"])  # the summariser's tokens count against budgets too
             try:
                 if streamed:  # the answer streams through its streaming output guards (SPEC §30)
-                    return await stream_answer(spec, model, model_input(system, context, shown), config, handle, emit, send=send)
-                return await model.ainvoke(model_input(system, context, shown), quiet(config) if spec.guarded else config)
+                    out = await stream_answer(spec, model, model_input(system, context, shown), config, handle, emit, send=send)
+                    answers.append(out[0])
+                    return out
+                answers.append(await model.ainvoke(model_input(system, context, shown), quiet(config) if spec.guarded else config))
+                return answers[-1]
             except (GraphBubbleUp, GuardError):
                 raise
             except Exception as exc:  # noqa: BLE001 - provider text must not reach the checkpoint
@@ -291,6 +280,8 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         guarded: list[BaseMessage] = []  # a redacted input, stored with the turn
         if spec.guarded:  # input, then output guards around the call (SPEC §30)
             turn = await guarded_turn(spec, invoke, list(history), handle, config, emit)
+            if turn.tripwire is not None or turn.response is None:
+                dropped(handle, emit, answers, iteration + 1)  # a parallel input guard may trip after the answer
             if turn.tripwire is not None:
                 return tripwire_end(state, messages, turn.tripwire, handle, consumed)
             if turn.response is None:  # sent back: the model answers again, its answer unstored
