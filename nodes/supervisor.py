@@ -222,7 +222,14 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
         if spec.guarded and (trip := tool_trip(messages)) is not None:  # a guard blocked a tool of the last turn
             return tripwire_end(state, messages, trip, handle, consumed)
         if spec.guarded and (held := state.get("guard_held")):  # an answer a guard escalated
-            return await settle_held(state, opts, handle, config, Emitter(runtime, handle), messages, held, consumed)
+            emit = Emitter(runtime, handle)
+            settled = await settle_held(state, opts, handle, config, emit, messages, held, consumed)
+            step = iteration_of_run(messages, free_updates(spec, opts)) + 1
+            if (settled.update or {}).get("tripwire"):  # declined: the answer never reaches the thread
+                dropped(handle, emit, [held["message"]], step)
+            elif isinstance(held["message"], AIMessage):  # approved: its call ends here, for AG-UI's usage
+                emit("step-finish", step_finish(held["message"], step))
+            return settled
         if handle.abort_signal is not None and handle.abort_signal.is_set():
             return Command(update={**end_update(state, "abort", pending), **consumed}, goto=END)
         if spec.client_tools and unanswered(messages):

@@ -187,7 +187,8 @@ def build_result(run: Run, values: dict[str, Any] | None, aborted: bool) -> Gene
         text = OutputSchema.dumps(value)
     by_agent = usage_by_agent_of_run(messages, start, run.agent.id)
     handle = run.context.handle
-    if handle is not None and handle.guard_usage:  # guards' model calls are in no message (SPEC §30)
+    # guards' model calls, and the answers a guard kept out of the thread, are in no message (SPEC §30)
+    if handle is not None and handle.guard_usage:
         for path, counts in handle.guard_usage.items():
             add_usage(by_agent.setdefault(path, zero_usage()), counts)
     usage = usage_total(by_agent)

@@ -126,3 +126,24 @@ async def test_a_leaf_subagents_sent_back_answer_counts_under_its_path() -> None
     assert result.usage_by_agent["boss/sub-agent"] == Usage(input_tokens=200, output_tokens=14, total_tokens=214)
     assert result.usage_by_agent["boss"] == Usage(input_tokens=2, output_tokens=2, total_tokens=4)
     assert result.usage.total_tokens == 218
+
+
+async def test_an_escalated_answer_counts_once_whether_a_person_declines_or_approves_it() -> None:
+    from supervisor_graph import Memory
+    from supervisor_graph.guardrails import escalate
+
+    memory = Memory(storage=":memory:")
+    model = ScriptedChatModel(policy=lambda m: "an answer", input_tokens=100, output_tokens=7)
+    review = guardrail(lambda ctx: escalate("a person reads it first"), at="output", name="review")
+    agent = Agent(id="support", model=model, guardrails=[review], memory=memory)
+    for decide, reason in ((agent.decline_tool_call_stream, "tripwire"), (agent.approve_tool_call_stream, "stop")):
+        paused = await agent.generate("hi", memory={"thread": f"esc-{reason}"})
+        assert paused.finish_reason == "suspended"
+        stream = await decide(interrupt_id=paused.suspended[0].interrupt_id, memory={"thread": f"esc-{reason}"})
+        chunks = [c async for c in stream.full_stream]
+        result = await stream.result()
+        assert result.finish_reason == reason
+        assert result.usage == ONE_CALL and result.usage_by_agent == {"support": ONE_CALL}
+        # the held call ends in the run that settles it: AG-UI meters it there, once
+        assert [c.payload["usage"]["total_tokens"] for c in chunks if c.type == "step-finish"] == [107]
+    assert len(model.calls) == 2
