@@ -73,9 +73,9 @@ def _call(call: Any, delegates: dict[str, str]) -> dict[str, Any]:
 
 
 async def _callers(bridge: AGUIAgent, thread_id: str, resource: str) -> dict[str, list[str]]:
-    """The agent path of each pending approval, by interrupt id: the Mastra dialect's
-    interrupts do not carry it (this project's have it in their metadata), and a reloaded
-    page has no delegation card to name the subagent from."""
+    """The agent path of each pending item, by interrupt id: suspends and the Mastra
+    dialect's approvals do not carry it (this project's approvals have it in their
+    metadata), and a reloaded page has no delegation card to name the subagent from."""
     try:
         found = await pending_interrupts(bridge.agent, memory={"thread": thread_id, "resource": resource})
     except ThreadBusyError:
@@ -129,7 +129,7 @@ def add_playground(app: FastAPI, main: AGUIAgent) -> None:
         paused = await bridge.waiting(thread_id, resource) if root_thread(thread_id) == thread_id else []
         waiting = [i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in paused]
         shown: dict[str, Any] = {"messages": messages, "state": state, "interrupts": waiting}
-        if paused and bridge.dialect.camel:
+        if paused:
             shown["callers"] = await _callers(bridge, thread_id, resource)
         return JSONResponse(shown)
 

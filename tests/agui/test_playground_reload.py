@@ -54,6 +54,8 @@ async def test_the_thread_history_has_the_pending_interrupts(served_clerk: str, 
     async with httpx.AsyncClient() as client:
         history = (await client.get(f"{served_clerk}{AGENT}/threads/{thread}")).json()
     assert history["interrupts"] == live and len(live) == 1  # what the live event carried, subagentRunId included
+    caller = ["clerk", "payer-agent"] if thread == "t-reload-pay" else ["clerk"]
+    assert history["callers"] == {live[0]["id"]: caller}  # who made the call, for the reloaded card
     resumed, _, _ = await post(served_clerk + AGENT, body(thread, resume=[{"interrupt_id": history["interrupts"][0]["id"], "status": "resolved", "payload": answer}]))
     assert resumed[-1]["outcome"] == {"type": "success"}
     assert said in "".join(e["delta"] for e in resumed if e["type"] == "TEXT_MESSAGE_CONTENT")
