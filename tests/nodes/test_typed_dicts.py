@@ -157,3 +157,15 @@ def test_a_class_with_evaluated_annotations_keeps_its_own_key_sets() -> None:
     assert schema.validate({"x": 1, "label": None}) == {"x": 1, "label": None}
     with pytest.raises(Exception, match="x"):
         schema.validate({"y": 2, "label": "a"})
+
+
+class Trip(typing_extensions.TypedDict):
+    """A typing_extensions class naming a typing one: pydantic refuses the nested class."""
+
+    to: Place
+
+
+def test_a_typing_typeddict_nested_in_a_typing_extensions_one() -> None:
+    schema = output_schema_of(Trip)
+    assert schema is not None and schema.json_schema["$defs"]["Place"]["required"] == ["city"]
+    assert schema.validate({"to": {"city": "Oslo"}}) == {"to": {"city": "Oslo"}}
