@@ -126,24 +126,27 @@ def test_the_runtime_serves_the_agent_under_its_id_only(page_url: str) -> None:
     assert missing.status_code == 404 and "Agent 'default' does not exist" in missing.text
 
 
-async def _ask_until_approval(page: object, url: str) -> object:
-    """Sends the demo's request; checks each delegation showed up while it ran and ended
-    done, and that the chat holds the supervisor's messages only; returns the card."""
+async def _ask_until_approval(page: object, url: str | None = None) -> object:
+    """Sends the demo's request (opening `url` first, else on the page's thread); checks
+    each delegation showed up while it ran and ended done; returns the approval card."""
     from playwright.async_api import Page, expect
 
     assert isinstance(page, Page)
-    await page.goto(url)
+    if url is not None:
+        await page.goto(url)
+        # a message typed before the runtime's /info answers would go to a stand-in agent
+        await expect(page.get_by_test_id("connection")).to_have_text(f"connected to {AGENT_ID}", timeout=30_000)
+    turn = await page.locator('[data-testid="delegation"][data-agent="research_agent"]').count()
     box = page.get_by_placeholder("Type a message...")
     await box.fill(PROMPT)
     await box.press("Enter")
-    research = page.locator('[data-testid="delegation"][data-agent="research_agent"]')
-    writing = page.locator('[data-testid="delegation"][data-agent="writing_agent"]')
+    research = page.locator('[data-testid="delegation"][data-agent="research_agent"]').nth(turn)
+    writing = page.locator('[data-testid="delegation"][data-agent="writing_agent"]').nth(turn)
     # each card is there from the call on, named after the subagent SUBAGENT_STARTED announced
     await expect(research).to_have_attribute("data-subagent", "research-agent", timeout=30_000)
     await expect(research).to_have_attribute("data-status", "done", timeout=30_000)
-    await expect(research.locator('[data-testid="delegation-result"]')).to_contain_text(
-        "- What it is: bees", use_inner_text=False
-    )
+    result = research.locator('[data-testid="delegation-result"]')
+    await expect(result).to_contain_text("- What it is: bees", use_inner_text=False)
     await expect(writing).to_have_attribute("data-subagent", "writing-agent", timeout=30_000)
     await expect(writing).to_have_attribute("data-status", "done", timeout=30_000)
     await expect(writing).to_contain_text("Write a short article about bees")
@@ -152,9 +155,8 @@ async def _ask_until_approval(page: object, url: str) -> object:
     await expect(card).to_have_attribute("data-tool", "publish")
     await expect(card).to_contain_text("called by parent-agent")
     await expect(card.get_by_test_id("arg-title")).to_have_text("Bees: what we know")
-    await expect(card.get_by_test_id("arg-article")).to_contain_text(
-        "# Bees: what we know\n\nWhat should you know about bees?"
-    )
+    article = card.get_by_test_id("arg-article")
+    await expect(article).to_contain_text("# Bees: what we know\n\nWhat should you know about bees?")
     return card
 
 
@@ -165,14 +167,20 @@ async def test_delegations_show_as_they_happen_and_the_approval_publishes(page_u
         card = await _ask_until_approval(page, page_url)
         await page.screenshot(path=str(LOGS / "approval.png"))
         await card.get_by_test_id("approve").click()
-        answer = page.get_by_text("Published 'Bees: what we know' at /blog/bees-what-we-know")
-        await expect(answer).to_be_visible(timeout=30_000)
+        answer = page.get_by_test_id("copilot-assistant-message").last
+        await expect(answer).to_contain_text(
+            "Published 'Bees: what we know' at /blog/bees-what-we-know", timeout=30_000
+        )
+        await expect(answer).to_contain_text("Here is your article on bees.")
         await expect(page.get_by_test_id("approval-card")).to_have_count(0)
         await expect(page.get_by_test_id("tool-call").and_(page.locator('[data-tool="publish"]'))).to_have_attribute(
             "data-status", "done"
         )
         # the subagents' own text sits in their cards, not as the supervisor's messages
         await expect(page.get_by_text("Here is your article on bees.")).to_have_count(1)
+        # (the research agent's bullet points as chat markdown would be list items)
+        await expect(page.get_by_test_id("copilot-assistant-message").locator("li")).to_have_count(0)
+        await expect(page.get_by_test_id("copilot-error-banner")).to_have_count(0)
         await page.screenshot(path=str(LOGS / "published.png"), full_page=True)
 
 
@@ -185,24 +193,37 @@ async def test_an_edited_title_is_published_with_the_article_untouched(page_url:
         article = await card.get_by_test_id("arg-article").input_value()
         await card.get_by_test_id("arg-title").fill("Bees, edited\nat two lines")
         await card.get_by_test_id("run-edited").click()
-        await expect(
-            page.get_by_text("Published 'Bees, edited\\nat two lines' at /blog/bees-edited-at-two-lines")
-        ).to_be_visible(timeout=30_000)
-        # the article went back as it came: the word count the tool reports is the original's
-        await expect(page.get_by_text(f"({len(article.split())} words)")).to_be_visible()
+        # the title kept its line break; the article went back as it came (the word count
+        # the tool reports is the original's)
+        published = (
+            f"Published 'Bees, edited\\nat two lines' at /blog/bees-edited-at-two-lines ({len(article.split())} words)."
+        )
+        answer = page.get_by_test_id("copilot-assistant-message").last
+        await expect(answer).to_contain_text(published, timeout=30_000)
+        await expect(page.get_by_test_id("tool-call").and_(page.locator('[data-tool="publish"]'))).to_have_text(
+            re.compile(re.escape(published))
+        )
 
 
-async def test_a_rejected_publication_tells_the_agent_why(page_url: str) -> None:
+async def test_a_rejection_with_or_without_a_reason_reaches_the_agent(page_url: str) -> None:
+    """Without a reason the card cancels the interrupt (resume status "cancelled"), with
+    one it resolves it with {approved: false, message}; two turns of one thread."""
     from playwright.async_api import expect
 
+    declined = "Not published: The user declined this tool call"
     async with offline_page() as page:
         card = await _ask_until_approval(page, page_url)
         await card.get_by_test_id("reject").click()
+        await card.get_by_test_id("confirm-reject").click()
+        await expect(page.get_by_text(declined)).to_have_count(1, timeout=30_000)
+        await expect(page.get_by_test_id("approval-card")).to_have_count(0)
+
+        card = await _ask_until_approval(page)
+        await card.get_by_test_id("reject").click()
         await card.get_by_test_id("reject-reason").fill("not before the editor reads it")
         await card.get_by_test_id("confirm-reject").click()
-        refused = page.get_by_text("Not published: The user declined this tool call")
-        await expect(refused).to_contain_text("not before the editor reads it", timeout=30_000)
-        await expect(page.get_by_test_id("tool-call").and_(page.locator('[data-tool="publish"]'))).to_contain_text(
-            "declined"
-        )
+        refused = page.get_by_text(declined)
+        await expect(refused).to_have_count(2, timeout=30_000)
+        await expect(refused.last).to_contain_text("not before the editor reads it")
         await expect(page.get_by_text("Published '")).to_have_count(0)
+        await page.screenshot(path=str(LOGS / "rejected.png"), full_page=True)

@@ -18,11 +18,12 @@ interface ApprovalMetadata {
 interface Props {
   interrupt: Interrupt | null;
   resolve: (payload?: unknown, interruptId?: string) => Promise<unknown>;
+  cancel: (interruptId?: string) => Promise<unknown>;
 }
 
 const APPROVAL = "supervisor_graph:tool_approval";
 
-export function ApprovalCard({ interrupt, resolve }: Props) {
+export function ApprovalCard({ interrupt, resolve, cancel }: Props) {
   const meta = ((interrupt?.metadata as Record<string, unknown> | undefined)?.supervisor_graph ?? {}) as ApprovalMetadata;
   const args = meta.args ?? {};
   const allowed = meta.allowed_decisions ?? ["approve", "edit", "reject"];
@@ -43,11 +44,13 @@ export function ApprovalCard({ interrupt, resolve }: Props) {
   const id = interrupt.id;
   const agent = meta.agent_path?.at(-1);
 
-  const send = async (what: string, payload: unknown) => {
+  // A rejection without a reason is the resume entry's "cancelled" status; every other
+  // answer is a "resolved" entry with the payload.
+  const send = async (what: string, payload?: unknown) => {
     setSent(what);
     setError(null);
     try {
-      await resolve(payload, id);
+      await (payload === undefined ? cancel(id) : resolve(payload, id));
     } catch (exc) {
       setSent(null);
       setError(String(exc));
@@ -114,7 +117,7 @@ export function ApprovalCard({ interrupt, resolve }: Props) {
             </>
           ) : rejecting ? (
             <>
-              <button data-testid="confirm-reject" onClick={() => void send("rejected", { approved: false, ...(reason ? { message: reason } : {}) })}>
+              <button data-testid="confirm-reject" onClick={() => void send("rejected", reason ? { approved: false, message: reason } : undefined)}>
                 Reject
               </button>
               <button onClick={() => setRejecting(false)}>Back</button>

@@ -18,9 +18,10 @@ export interface Subagent {
 const Subagents = createContext<Record<string, Subagent>>({});
 
 export function SubagentsProvider({ agentId, children }: { agentId: string; children: ReactNode }) {
-  const { agent } = useAgent({ agentId, updates: [] });
+  const { agent, isReady } = useAgent({ agentId, updates: [] });
   const [byToolCall, setByToolCall] = useState<Record<string, Subagent>>({});
   useEffect(() => {
+    if (!isReady) return; // a stand-in until the runtime has answered: its events never come
     const update = (runId: string, change: Partial<Subagent>) =>
       setByToolCall((now) => {
         const entry = Object.entries(now).find(([, s]) => s.runId === runId);
@@ -38,7 +39,7 @@ export function SubagentsProvider({ agentId, children }: { agentId: string; chil
       onSubagentErrorEvent: ({ event }) => update(event.subagentRunId, { state: "failed", error: event.message }),
     });
     return unsubscribe;
-  }, [agent]);
+  }, [agent, isReady]);
   return <Subagents.Provider value={byToolCall}>{children}</Subagents.Provider>;
 }
 
