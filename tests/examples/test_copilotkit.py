@@ -91,7 +91,8 @@ def page_url(example: Path) -> Iterator[str]:
     LOGS.mkdir(parents=True, exist_ok=True)
     agent_port, page_port = free_port(), free_port()
     agent_url = f"http://127.0.0.1:{agent_port}/agent"
-    serve = [sys.executable, "-m", "supervisor_graph.cli", "serve", "supervisor_graph.examples.research_write:agent"]
+    target = f"{Path(__file__).parent / 'slow_demo.py'}:agent"  # the docs' demo, 0.3 s a model call
+    serve = [sys.executable, "-m", "supervisor_graph.cli", "serve", target]
     serve += ["--port", str(agent_port), "--subagents", "attributed"]
     runtime_env = {
         **os.environ,
@@ -160,11 +161,26 @@ async def _ask_until_approval(page: object, url: str | None = None) -> object:
     return card
 
 
+# Every status each delegation card shows, in order, by its tool call id.
+RECORD_STATES = """
+window.delegationStates = {};
+new MutationObserver(() => {
+  for (const card of document.querySelectorAll('[data-testid="delegation"]')) {
+    const seen = (window.delegationStates[card.dataset.toolCallId] ??= []);
+    if (seen.at(-1) !== card.dataset.status) seen.push(card.dataset.status);
+  }
+}).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-status"] });
+"""
+
+
 async def test_delegations_show_as_they_happen_and_the_approval_publishes(page_url: str) -> None:
     from playwright.async_api import expect
 
     async with offline_page() as page:
+        await page.add_init_script(RECORD_STATES)
         card = await _ask_until_approval(page, page_url)
+        # each card came with the call and said "working" until the subagent was done
+        assert list((await page.evaluate("window.delegationStates")).values()) == [["working", "done"]] * 2
         await page.screenshot(path=str(LOGS / "approval.png"))
         await card.get_by_test_id("approve").click()
         answer = page.get_by_test_id("copilot-assistant-message").last
