@@ -137,13 +137,13 @@ async def cross(
     can_pause: bool = True,
     guards: Sequence[Guardrail] | None = None,
     before: str = "",
-    partial: bool = False,
+    held_from: int | None = None,
 ) -> Crossing:
     """Run `spec`'s guards at `boundary` on `text`. An escalation pauses the run here when
     `can_pause` (the node has had no side effect it would repeat when it re-runs on
     resume); otherwise the caller holds it (`Crossing.held`). `ref` tells this pause from
     others of the run (a tool call id; the run id for input and output). `before` and
-    `partial` are a streamed window's (`GuardContext`)."""
+    `held_from` are a streamed window's (`GuardContext`)."""
     where: dict[str, Any] = {}
     if tool_call is not None:
         where["tool_call_id"] = tool_call.get("id")
@@ -160,7 +160,7 @@ async def cross(
         attempt=attempt,
         record_usage=lambda name, usage: guard_spent(handle, name, usage),
         before=before,
-        partial=partial,
+        held_from=held_from,
     )
     await _observe(outcome, boundary, config, handle, emit, where)
     trip = outcome.tripwire

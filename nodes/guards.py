@@ -153,9 +153,10 @@ class GuardContext(BaseModel):
     before: str = ""
     """A streamed window (`mode="streaming"`): the end of the answer already sent, as
     context only (it went out, and is not rewritten)."""
-    partial: bool = False
-    """A streamed window while more of the answer may follow: what the next text could
-    still turn into (part of) a match is held back by the stream, not decided here."""
+    held_from: int | None = None
+    """A streamed window while more of the answer may follow: where in `text` the end the
+    stream holds back starts. That end is context, checked again with what follows: it
+    must come back unchanged (a guard that rewrites it holds the whole window back)."""
     record_usage: Callable[[str, dict[str, int]], None] | None = None
     """Set by the node: a guard that calls a model reports each call's tokens here,
     `record_usage(guard_name, {"input_tokens", "output_tokens", "total_tokens"})`, so they
@@ -210,8 +211,8 @@ class Guardrail(BaseModel):
             raise ValueError(
                 "mode='streaming' with overlap_tokens=0: a span cut by a window's edge would reach the client "
                 "without being checked whole. Give overlap_tokens the length of the longest span the guard must "
-                "see whole (in tokens of about 4 characters), or give its check a hold_from(text) method that "
-                "says where the still-undecided end of a streamed text starts (as pii's does)"
+                "see whole (in tokens of about 4 characters), or give its check a hold_from(text, end) "
+                "method that says where a streamed text may be cut (as pii's does)"
             )
         if not self.name:
             named = getattr(check, "name", None) or getattr(check, "__name__", None) or type(check).__name__
@@ -236,14 +237,15 @@ def guards_at(guards: Sequence[Guardrail], boundary: str) -> list[Guardrail]:
     return [g for g in guards if boundary in g.at]
 
 
-def stream_hold(guard: Guardrail, text: str) -> int:
-    """Where the end of a streamed `text` that `guard` cannot decide yet starts: its
-    check's `hold_from(text)` when it has one (it knows the shapes it matches), else the
-    last `overlap_tokens` (the longest span the guard was declared to need whole)."""
+def stream_hold(guard: Guardrail, text: str, end: int) -> int:
+    """Where, at or before `end`, a streamed `text` may be cut for `guard`: its check's
+    `hold_from(text, end)` when it has one (it knows the shapes it matches: no match of
+    any continuation reaches across the cut), else `overlap_tokens` before the end of the
+    text (the longest span the guard was declared to need whole)."""
     hold = getattr(guard.check, "hold_from", None)
     if callable(hold):
-        return max(0, min(len(text), int(hold(text))))
-    return max(0, len(text) - guard.overlap_tokens * CHARS_PER_TOKEN)
+        return max(0, min(end, int(hold(text, end))))
+    return max(0, min(end, len(text) - guard.overlap_tokens * CHARS_PER_TOKEN))
 
 
 # -- running the guards of one boundary ---------------------------------------------------
@@ -318,7 +320,7 @@ async def check_boundary(
     on_verdict: Callable[[Guardrail, str, Any], None] | None = None,
     record_usage: Callable[[str, dict[str, int]], None] | None = None,
     before: str = "",
-    partial: bool = False,
+    held_from: int | None = None,
 ) -> GuardOutcome:
     """Run the guards declared at `boundary` on `text`, in order; a redaction is what the
     next guard sees. Stops at the first retry (while `attempt` is under that guard's
@@ -338,7 +340,7 @@ async def check_boundary(
             attempt=attempt,
             record_usage=record_usage,
             before=before,
-            partial=partial,
+            held_from=held_from,
         )
         try:
             verdict = _as_verdict(await guard.verdict(ctx), guard)

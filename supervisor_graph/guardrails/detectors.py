@@ -283,11 +283,12 @@ def _key_blocks(text: str) -> list[tuple[int, int]]:
     return [*blocks, (partial.start(), len(text) + 1)] if partial is not None else blocks
 
 
-def hold_from(text: str, kinds: Iterable[str] = PII_KINDS) -> int:
+def hold_from(text: str, kinds: Iterable[str] = PII_KINDS, end: int | None = None) -> int:
     """Where the undecided end of a streamed `text` starts: no value of `kinds` found in any
-    continuation of `text` reaches before this index, and the values found in `text[:index]`
-    stay exactly what `detect_pii` finds there whatever follows. What is after it must be
-    held back until more text (or the end of the stream) decides it.
+    continuation of `text` reaches across this index, and the values found before it stay
+    exactly what `detect_pii` finds there whatever follows. What is after it must be held
+    back until more text (or the end of the stream) decides it. With `end`, the last such
+    index at or before `end` (where another guard needs the stream cut earlier).
 
         >>> text = "Mail jo@example.co"
         >>> text[:hold_from(text, ["email"])]  # "jo@example.co" may go on: ".com", ".co.uk"
@@ -297,7 +298,7 @@ def hold_from(text: str, kinds: Iterable[str] = PII_KINDS) -> int:
     """
     kinds = [k for k in kinds if k in _CHARS]
     blocks = _key_blocks(text) if "secret" in kinds else []
-    cut, moved = len(text), True
+    cut, moved = len(text) if end is None else max(0, min(end, len(text))), True
     while moved:
         moved = False
         for start, end in blocks:

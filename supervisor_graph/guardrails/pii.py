@@ -120,18 +120,19 @@ class PIIGuard:
 
     # -- a streamed answer (mode="streaming") ------------------------------------------------
 
-    def hold_from(self, text: str) -> int:
+    def hold_from(self, text: str, end: int | None = None) -> int:
         """Where the end of a streamed `text` that more text could still make (part of) a
-        value starts: the stream holds it back until the next window decides it."""
-        return hold_from(text, self.kinds)
+        value starts (the last such place at or before `end`): the stream holds it back
+        until the next window decides it."""
+        return hold_from(text, self.kinds, end)
 
     def scrub_window(self, ctx: GuardContext) -> tuple[str, list[str]]:
         """A streamed window: what is found in `ctx.before + ctx.text` (the text already sent
-        is context for the detectors' look-behinds), replaced inside `ctx.text` only. While
-        the answer streams on (`ctx.partial`), a value at the window's open end is left for
-        the next window, which sees it whole."""
+        is context for the detectors' look-behinds), replaced inside `ctx.text` only, and
+        only before `ctx.held_from`: the end held back comes back as it is, and the next
+        window sees what it holds whole."""
         whole, start = ctx.before + ctx.text, len(ctx.before)
-        end = max(start, self.hold_from(whole)) if ctx.partial else len(whole)
+        end = len(whole) if ctx.held_from is None else start + max(0, ctx.held_from)
         found = [m for m in self.find(whole) if m.end > start and m.start < end]
         if not found:
             return ctx.text, []
@@ -145,7 +146,7 @@ class PIIGuard:
     # -- the guard ------------------------------------------------------------------------
 
     def check(self, ctx: GuardContext) -> Any:
-        if ctx.partial or ctx.before:
+        if ctx.held_from is not None or ctx.before:
             scrubbed, kinds = self.scrub_window(ctx)
         else:
             scrubbed, kinds = self.scrub(ctx.text, as_json=ctx.boundary == "tool_args")
@@ -199,7 +200,10 @@ def pii(
             `presidio_analyzer.AnalyzerEngine`, otherwise presidio's default one, which
             loads the spaCy model `en_core_web_lg`). Secrets are always found by the
             deterministic detectors.
-        settings: `Guardrail`'s (`mode`, `window_tokens`, `on_error`, ...).
+        settings: `Guardrail`'s (`mode`, `window_tokens`, `on_error`, ...). With
+            `mode="streaming"` (at `output`) the stream holds back exactly the end that
+            could still grow into a value (`hold_from`), so any `window_tokens` and
+            `overlap_tokens` are safe; presidio cannot stream and is refused.
     """
     wanted = [kinds] if isinstance(kinds, str) else list(kinds)
     if strategy not in _STRATEGIES:
