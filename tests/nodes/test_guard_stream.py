@@ -28,7 +28,7 @@ from supervisor_graph.guardrails.detectors import hold_from
 from supervisor_graph.nodes.guard_boundaries import Crossing
 from supervisor_graph.nodes.guard_stream import StreamWindows
 from supervisor_graph.nodes.guards import check_boundary
-from supervisor_graph.testing import ScriptedChatModel
+from supervisor_graph.testing import ScriptedChatModel, delegate
 
 VALUES: dict[str, list[str]] = {
     "email": ["jo@example.com", "jo.smith@example.com", "a.very.long.local-part+tag@sub.mail.example.co.uk", "x@y.io"],
@@ -276,3 +276,22 @@ async def test_every_kind_end_to_end_with_a_stored_thread() -> None:
             assert streamed == expected
             assert all(value not in str(c.payload) for c in chunks)
             assert [m.content for m in await memory.get_messages(f"{kind}-{n}")] == ["hi", expected]
+
+
+async def test_a_subagent_streams_its_answer_through_its_guard() -> None:
+    """A leaf subagent's answer goes through the same windows (nodes/direct.py): the
+    stream, the supervisor's model and the supervisor's stored thread get it redacted
+    (before the fix the delegation's result held the address from the 8th offset on)."""
+    memory = Memory(":memory:")
+    for pad in range(12):
+        text = "x" * pad + f" mail {ADDRESS} today please."
+        guard = pii(kinds=["email"], at="output", mode="streaming", window_tokens=8, overlap_tokens=1)
+        worker = Agent(id="worker", description="Works.", model=ChunkedModel(responses=[text], sizes=[3]), guardrails=[guard])
+        top = ScriptedChatModel(policy=lambda m: delegate("worker", "go") if len(m) < 3 else "done")
+        boss = Agent(id="boss", model=top, agents={"worker": worker}, memory=memory)
+        stream = await boss.stream("hi", memory={"thread": f"sub-{pad}"})
+        chunks = [c async for c in stream.full_stream]
+        result = await stream.result()
+        assert result.delegations[0].text == text.replace(ADDRESS, "[REDACTED_EMAIL]")
+        assert ADDRESS not in str([c.payload for c in chunks]) and ADDRESS not in str(top.calls)
+        assert all(ADDRESS not in str(m.content) for m in await memory.get_messages(f"sub-{pad}"))
