@@ -2,12 +2,13 @@
 
 The client, the AG-UI events and the stored thread only ever get text no later text can
 change. After each `window_tokens` of new text the guards check everything not yet sent,
-and only the part before the earliest point a guard must still hold back goes out: for a
-guard whose check has `hold_from(text, end)` (`pii`), the start of whatever the next
+and only what is before the last place every guard may cut at goes out. A guard whose
+check has `hold_from(text, end)` (`pii`) says where that is: before whatever the next
 characters could still make (part of) a match, whatever the window, the overlap or the
-provider's chunk size; for any other guard, the last `overlap_tokens` (the longest span it was
-declared to need whole). The held end is checked again with what follows; the end of the
-stream decides the rest."""
+provider's chunk size. Any other guard cuts `overlap_tokens` before the end (the longest
+span it was declared to need whole). The held end is checked again with what follows;
+the end of the stream decides the rest.
+"""
 
 from __future__ import annotations
 
