@@ -49,7 +49,9 @@ def _install(npm: str) -> None:
     if stamp.is_file() and stamp.read_text() == lock:
         return
     try:
-        proc = _run([npm, "ci", "--no-audit", "--no-fund", "--prefer-offline"], timeout=600)
+        # no install scripts: esbuild's binary comes as a package of its own, and the
+        # others only report usage
+        proc = _run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline"], timeout=600)
     except subprocess.TimeoutExpired:
         unavailable(WHAT, "npm ci timed out after 10 minutes (is the npm registry reachable?)")
     if proc.returncode != 0:

@@ -74,6 +74,11 @@ export function ApprovalCard({ interrupt, resolve, cancel }: Props) {
     return out;
   };
 
+  const runEdited = () => {
+    const edits = edited();
+    if (edits) void send("running with your arguments", { approved: true, args: edits });
+  };
+
   return (
     <div className="sg-card sg-approval" data-testid="approval-card" data-tool={meta.tool_name} data-interrupt-id={id}>
       <div className="sg-card-head">
@@ -110,7 +115,7 @@ export function ApprovalCard({ interrupt, resolve, cancel }: Props) {
         <div className="sg-actions">
           {editing ? (
             <>
-              <button data-testid="run-edited" onClick={() => { const a = edited(); if (a) void send("running with your arguments", { approved: true, args: a }); }}>
+              <button data-testid="run-edited" onClick={runEdited}>
                 Run with these arguments
               </button>
               <button onClick={() => setEditing(false)}>Back</button>
