@@ -33,7 +33,7 @@ def scrub(ctx: GuardContext) -> Any:
 def guarded_top(memory: Memory) -> Agent:
     return Agent(
         id="boss", model=ScriptedChatModel(policy=lambda m: f"the key {SECRET}" if m[-1].content == "key?" else "fine"), memory=memory,
-        guardrails=[guardrail(stop_secret, at="input", name="secrets"), guardrail(scrub, at="output", mode="streaming", window_tokens=8, overlap_tokens=4)],
+        guardrails=[guardrail(stop_secret, at="input", name="secrets"), guardrail(scrub, at="output", mode="streaming", window_tokens=8, overlap_tokens=5)],
     )  # fmt: skip
 
 
