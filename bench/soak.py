@@ -434,10 +434,17 @@ async def _check(storage: str, result: SoakResult) -> None:
             messages = await memory.get_messages(thread)
             found = problems(messages)
             if found:
-                result.threads_out_of_step[thread] = found[:3]
+                # the transcript itself, to see which run wrote what
+                result.threads_out_of_step[thread] = found[:3] + [_brief(m) for m in messages][:40]
             missing = lost(messages, result.sent.get(thread, []))
             if missing:
                 result.threads_losing[thread] = missing[:3]
+
+
+def _brief(message: BaseMessage) -> str:
+    calls = [c["id"] for c in getattr(message, "tool_calls", None) or []]
+    extra = f" calls={calls}" if calls else f" answers={message.tool_call_id}" if isinstance(message, ToolMessage) else ""
+    return f"{type(message).__name__}({str(message.content)[:60]!r}{extra})"
 
 
 def run_soak(
