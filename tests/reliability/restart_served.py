@@ -42,5 +42,6 @@ agent = Agent(
     description="Notes what it is told.",
     tools=[note],
     model=ScriptedChatModel(policy=_policy, latency=float(os.environ.get("SG_MODEL_LATENCY", "1.0")), record_calls=False),
-    memory=Memory(os.environ["SG_STORAGE"]),
+    # the suite imports every module for its doctests: in-memory there, the test's database when served
+    memory=Memory(os.environ.get("SG_STORAGE", ":memory:")),
 )
