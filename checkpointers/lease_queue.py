@@ -55,16 +55,20 @@ _JOIN = (
     "INSERT INTO supervisor_graph_lease_waiters (thread_id, owner, stop, expires_at) VALUES ({p}, {p}, {p}, {expires}) "
     "RETURNING place"
 )
-_REJOIN = (
+# A waiter's look: its row kept alive (and pointed at the current holder), or put back in
+# its place when it lapsed and went (its loop was held up). One upsert, not an UPDATE then
+# an INSERT: with statements of one process running side by side (Postgres' pool), two
+# statements never race to put the same place back (a UniqueViolation at run start).
+_KEEP_WAITING = (
     "INSERT INTO supervisor_graph_lease_waiters (place, thread_id, owner, stop, stops, expires_at) "
-    "VALUES ({p}, {p}, {p}, {p}, {p}, {expires})"
+    "VALUES ({p}, {p}, {p}, {p}, {p}, {expires}) "
+    "ON CONFLICT (place) DO UPDATE SET expires_at = EXCLUDED.expires_at, stops = EXCLUDED.stops"
 )
 _QUEUE = (
     "SELECT place, owner FROM supervisor_graph_lease_waiters WHERE thread_id = {p} AND expires_at > {now} "
     "ORDER BY (stop IS NULL), place"
 )
 _ROW = "SELECT owner, repair, waiting FROM supervisor_graph_leases WHERE thread_id = {p}"
-_KEEP_WAITING = "UPDATE supervisor_graph_lease_waiters SET expires_at = {expires}, stops = {p} WHERE place = {p}"
 _LEAVE = "DELETE FROM supervisor_graph_lease_waiters WHERE thread_id = {p} AND owner = {p}"
 _DROP_WAITER = "DELETE FROM supervisor_graph_lease_waiters WHERE place = {p}"
 HAND_OVER = (
@@ -141,9 +145,7 @@ class SqlQueue:
                 return got
             stops = row[0] if stop is not None and row is not None else None
             expires, _ = self._times(WAITER_TTL)
-            if not await self._count(_KEEP_WAITING, (expires, stops, place)):
-                # this waiter's row lapsed (its loop was held up): back in its place
-                await self._count(_REJOIN, (place, thread_id, owner, stop, stops, expires))
+            await self._count(_KEEP_WAITING, (place, thread_id, owner, stop, stops, expires))
             return None
 
     async def leave(self, thread_id: str, owner: str) -> None:

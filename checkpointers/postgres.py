@@ -45,7 +45,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from supervisor_graph.checkpointers.lease_queue import WAITERS, WAITERS_INDEX
-from supervisor_graph.checkpointers.leases import _TABLE, DEFAULT_LEASE_TTL, _SqlLeases
+from supervisor_graph.checkpointers.leases import _TABLE, DEFAULT_LEASE_TTL, Lease, _SqlLeases
 from supervisor_graph.checkpointers.outages import (
     SAVER_METHODS,
     Reason,
@@ -53,6 +53,7 @@ from supervisor_graph.checkpointers.outages import (
     translating,
     unavailable,
 )
+from supervisor_graph.checkpointers.shield import finish_before_cancel, shielding
 
 __all__ = [
     "PROBE_INTERVAL",
@@ -139,6 +140,24 @@ def _has_news(conn: Any) -> bool:
     return bool(readable)
 
 
+def _mid_protocol(conn: Any) -> bool:
+    """Whether a connection is not ready for a statement of its own: still in libpq's
+    pipeline mode (a pipeline whose exit was cut short: psycopg forgot it, but libpq still
+    sends no Sync, so every later statement joins one implicit transaction, never
+    committed, whose locks block other connections), or busy with a statement.
+    psycopg_pool's own check on return looks at the transaction status only, which libpq
+    reports idle in that state."""
+    from psycopg import pq
+
+    pgconn = conn.pgconn
+    return bool(
+        conn.closed
+        or pgconn.pipeline_status != pq.PipelineStatus.OFF
+        or getattr(conn, "_pipeline", None) is not None
+        or pgconn.transaction_status == pq.TransactionStatus.ACTIVE
+    )
+
+
 def _pool_class() -> type:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -166,6 +185,11 @@ def _pool_class() -> type:
                     raise StorageUnavailableError(
                         f"{WHAT} is unavailable (no connection in {self.timeout:g} s); try again once it is back", reason
                     ) from exc
+                if _mid_protocol(conn):  # a net (shield.py keeps them out): closed, replaced
+                    await self.putconn(conn)
+                    if time.monotonic() >= deadline:
+                        raise StorageUnavailableError(f"{WHAT} is unavailable (no connection in time)", "timeout")
+                    continue
                 if not _has_news(conn):
                     return conn
                 try:
@@ -183,6 +207,11 @@ def _pool_class() -> type:
         async def putconn(self, conn: Any) -> None:
             if conn.broken:  # lost in use: the server went away (or was restarted)
                 self._went_down()
+            elif _mid_protocol(conn):
+                # never lent again: its next statements would join a transaction no one
+                # commits (see `_mid_protocol`); closing it ends that transaction
+                log.warning("discarding a pooled connection left mid-protocol (pipeline mode or a statement unread)")
+                await conn.close()
             await super().putconn(conn)
 
         def _went_down(self) -> None:
@@ -220,6 +249,7 @@ def _pool_class() -> type:
                 )
                 raise error from exc
             await probe.close()
+            self._last_try = 0.0  # a connection found broken later is tried at once, not failed
             down_for = time.monotonic() - (self._down_since or time.monotonic())
             # the idle connections a restart closed go now, one check each, not one
             # outage each at their next checkout
@@ -271,11 +301,12 @@ async def open_pool(url: str, options: PoolOptions, stack: AsyncExitStack) -> An
 
 def pooled_saver(saver_class: type) -> type:
     """`saver_class` (an `AsyncPostgresSaver`) over a pool: outages raised as
-    `StorageUnavailableError`, and no lock around its statements (the saver's `lock`
+    `StorageUnavailableError`, statements a cancelled caller lets finish (shield.py: a
+    pipeline cut mid-Sync leaves its connection in an open transaction), and no lock around its statements (the saver's `lock`
     serialises the statements of one shared connection; each pooled statement has a
     connection of its own)."""
 
-    class PooledSaver(translating(saver_class, SAVER_METHODS, WHAT)):  # type: ignore[misc]
+    class PooledSaver(shielding(translating(saver_class, SAVER_METHODS, WHAT), SAVER_METHODS)):  # type: ignore[misc]
         def __init__(self, conn: Any, *args: Any, **kwargs: Any) -> None:
             super().__init__(conn, *args, **kwargs)
             self.lock = nullcontext()
@@ -286,8 +317,9 @@ def pooled_saver(saver_class: type) -> type:
 
 def pooled_store(store_class: type) -> type:
     """`store_class` (an `AsyncPostgresStore`) whose batches raise outages as
-    `StorageUnavailableError` (every read and write of the store is a batch)."""
-    return translating(store_class, ("setup", "abatch"), WHAT)
+    `StorageUnavailableError` (every read and write of the store is a batch), and which a
+    cancelled caller lets finish (shield.py)."""
+    return shielding(translating(store_class, ("setup", "abatch"), WHAT), ("abatch",))
 
 
 async def wait_setup_lock(conn: Any, key: int) -> None:
@@ -321,8 +353,23 @@ class PostgresLeases(_SqlLeases):
             await leases._run(statement, (), "count")
         return leases
 
+    async def acquire(self, thread_id: str, owner: str) -> Lease | None:
+        """The lease, as `_SqlLeases.acquire`; a caller cancelled meanwhile gets
+        `CancelledError` and a lease its statements took is given back (no one else
+        would, and the thread would wait for it to lapse)."""
+
+        async def give_back(got: Lease | None) -> None:
+            if got is not None:
+                await self.release(thread_id, owner, repair=got.repair, waiting=got.waiting)
+
+        return await finish_before_cancel(self._acquire(thread_id, owner), give_back)
+
     async def _run(self, sql: str, params: tuple[Any, ...], want: str) -> Any:
-        """One statement on a pooled connection: its first row, its rows or its count."""
+        """One statement on a pooled connection: its first row, its rows or its count. A
+        cancelled caller lets it finish (shield.py)."""
+        return await finish_before_cancel(self._statement(sql, params, want))
+
+    async def _statement(self, sql: str, params: tuple[Any, ...], want: str) -> Any:
         from psycopg.rows import tuple_row
 
         try:

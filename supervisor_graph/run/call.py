@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from supervisor_graph.background.host import RunBackground
 from supervisor_graph.background.outcomes import outcomes
@@ -39,6 +39,7 @@ from supervisor_graph.nodes.delegation import (
 from supervisor_graph.nodes.options import MemoryOptions, RunContext, RunHandle, RunOptions, merge_options
 from supervisor_graph.nodes.versions import VERSIONS_KEY
 from supervisor_graph.run.busy import discard_last_run, raise_if_lost, stop_reason, take_thread, until_stopped
+from supervisor_graph.run.call_config import CallConfig
 from supervisor_graph.run.chunks import Usage
 from supervisor_graph.run.ephemeral import ephemeral_saver, ephemeral_store
 from supervisor_graph.run.paused import PausedRun, paused_runs
@@ -51,43 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["CallConfig", "Run", "answer_outcomes", "host_background"]
 
 T = TypeVar("T")
-
-
-class CallConfig(BaseModel):
-    """What `config=` may hold on a facade call (SPEC §24): the keys of a LangChain
-    `RunnableConfig` that mean the same as on `graph.ainvoke` (thread, checkpoint and run
-    id are the facade's own: `memory=` and `run_id` say them)."""
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    callbacks: Any = None
-    tags: list[str] | None = None
-    metadata: dict[str, Any] | None = None
-    run_name: str | None = None
-    max_concurrency: int | None = Field(default=None, ge=1)
-
-    @classmethod
-    def of(cls, value: Any) -> CallConfig:
-        if value is None:
-            return _NO_CONFIG  # most calls: no validation to pay
-        try:
-            return cls.model_validate(value or {})
-        except ValidationError as exc:
-            raise ValueError(
-                f"invalid run options: config: {exc}\n(config= takes a RunnableConfig's callbacks, tags, metadata, "
-                "run_name and max_concurrency)"
-            ) from None
-
-    def runnable_config(self, run_id: uuid.UUID) -> RunnableConfig:
-        config: RunnableConfig = {"run_id": run_id, "recursion_limit": 10_000}
-        for key in ("callbacks", "tags", "metadata", "run_name", "max_concurrency"):
-            value = getattr(self, key)
-            if value is not None:
-                config[key] = value  # type: ignore[literal-required]
-        return config
-
-
-_NO_CONFIG = CallConfig()
 
 
 @dataclass(slots=True)
