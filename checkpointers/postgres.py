@@ -53,7 +53,7 @@ from supervisor_graph.checkpointers.outages import (
     translating,
     unavailable,
 )
-from supervisor_graph.checkpointers.shield import finish_before_cancel, shielding
+from supervisor_graph.checkpointers.shield import SHIELD_LIMIT, finish_before_cancel, shielding
 
 __all__ = [
     "PROBE_INTERVAL",
@@ -310,6 +310,37 @@ def pooled_saver(saver_class: type) -> type:
         def __init__(self, conn: Any, *args: Any, **kwargs: Any) -> None:
             super().__init__(conn, *args, **kwargs)
             self.lock = nullcontext()
+            # thread -> its writes in flight (`settle_writes`)
+            self._writing: dict[str, set[asyncio.Future[Any]]] = {}
+
+        async def aput(self, config: Any, *args: Any, **kwargs: Any) -> Any:
+            return await self._tracked(config, super().aput(config, *args, **kwargs))
+
+        async def aput_writes(self, config: Any, *args: Any, **kwargs: Any) -> Any:
+            return await self._tracked(config, super().aput_writes(config, *args, **kwargs))
+
+        async def _tracked(self, config: Any, write: Any) -> Any:
+            thread = str(((config or {}).get("configurable") or {}).get("thread_id"))
+            task = asyncio.ensure_future(write)
+            writing = self._writing.setdefault(thread, set())
+            writing.add(task)
+
+            def done(_: Any) -> None:
+                writing.discard(task)
+                if not writing and self._writing.get(thread) is writing:
+                    del self._writing[thread]
+
+            task.add_done_callback(done)
+            return await task
+
+        async def settle_writes(self, thread_id: str) -> None:
+            """Wait for the thread's writes in flight in this process: a stopped run's
+            repair reads the thread only once the results its finished steps were
+            writing are stored (on sqlite one connection orders them; here a pool runs
+            them side by side)."""
+            writing = self._writing.get(thread_id)
+            if writing:
+                await asyncio.wait(set(writing), timeout=SHIELD_LIMIT)
 
     PooledSaver.__name__ = PooledSaver.__qualname__ = f"Pooled{saver_class.__name__}"
     return PooledSaver

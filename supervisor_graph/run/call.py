@@ -322,6 +322,9 @@ class Run:
                 ended = GenerateResult(text="", messages=[], usage=Usage(), finish_reason="abort", run_id=self.run_id)
                 await self._remember(ended)
             return None
+        settle = getattr(self.saver, "settle_writes", None)
+        if settle is not None:  # what the stopped steps were writing is stored first (postgres.py)
+            await settle(self.thread_id)
         if reason == "abort" and self.lease is not None and self.lease.stop == "rollback":
             # a resumed run goes with the run it resumed (SPEC §29: approvals included)
             await discard_last_run(self.graph, self.saver, self.config, None if self.input_count == 0 else self.started_at)

@@ -150,3 +150,24 @@ async def test_a_connection_left_in_pipeline_mode_is_never_lent_again() -> None:
                 assert fresh is not conn
                 await fresh.execute("SELECT 1")
                 assert fresh.pgconn.transaction_status == pq.TransactionStatus.IDLE
+
+
+async def test_settle_writes_waits_for_the_threads_writes_in_flight() -> None:
+    """A stopped run's repair reads its thread after `settle_writes`: the results its
+    finished steps were still writing (LangGraph writes them from background tasks, on
+    other pooled connections) are stored by then, so no call is answered twice
+    ('[Aborted]' beside its real result, issue 46)."""
+    with fresh_postgres() as url:
+        async with AsyncExitStack() as stack:
+            storage = await open_storage(url, stack)
+            saver = storage.saver
+            config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+            checkpoint = create_checkpoint(empty_checkpoint(), None, 1)
+            saved = await saver.aput(config, checkpoint, {"source": "loop", "step": 1}, {})
+            writes = [asyncio.ensure_future(saver.aput_writes(saved, [("notes", f"result {i}")], f"task-{i}")) for i in range(5)]
+            await asyncio.sleep(0)  # the writes have started, none has been stored
+            await saver.settle_writes("t")
+            assert all(write.done() for write in writes)
+            stored = await saver.aget_tuple(saved)
+            assert sorted(value for _, _, value in stored.pending_writes) == [f"result {i}" for i in range(5)]
+            await saver.settle_writes("t")  # nothing in flight: returns at once
