@@ -20,9 +20,9 @@ async def test_without_double_texting_runs_hold_a_lease_nobody_can_stop(tmp_path
     seen: list[Any] = []
     real = lease_module.ThreadLease._hold
 
-    def spy(self: Any, got: Any) -> None:
+    def spy(self: Any, *args: Any) -> None:
         seen.append(self.stopped)
-        real(self, got)
+        real(self, *args)
 
     for kind in ("memory", "sqlite"):
         contender = await build("ours", 1, Storage(kind, tmp_path / "a.db" if kind == "sqlite" else None), Script(worker_tool=True))

@@ -5,6 +5,7 @@ takes which request is uvicorn's choice: the thread lease decides across them.""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import httpx
@@ -24,6 +25,35 @@ def answer(events: list[dict]) -> str:
     return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT" and not e.get("subagentRunId"))
 
 
+async def holding(url: str, payload: dict[str, Any]) -> asyncio.Future[list[dict]]:
+    """Start a run that delegates to the slow subagent and return once its delegation has
+    begun (so it surely holds the thread), not after a guessed sleep: on a busy machine a
+    second message sent after a fixed second could reach the thread first. The future
+    gives the run's events."""
+    begun: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def stream() -> list[dict]:
+        events: list[dict] = []
+        async with httpx.AsyncClient(timeout=60) as client:
+            async with client.stream("POST", url, json=payload, headers={"accept": "text/event-stream"}) as response:
+                buffer = ""
+                async for chunk in response.aiter_text():
+                    buffer += chunk
+                    *frames, buffer = buffer.split("\n\n")
+                    for frame in frames:
+                        if frame.startswith("data: "):
+                            events.append(json.loads(frame.removeprefix("data: ")))
+                            if events[-1]["type"] == "TOOL_CALL_START" and not begun.done():
+                                begun.set_result(None)
+        if not begun.done():
+            begun.set_exception(AssertionError(f"the run never delegated: {events}"))
+        return events
+
+    run = asyncio.ensure_future(stream())
+    await asyncio.wait_for(asyncio.shield(begun), 60)
+    return run
+
+
 async def history(url: str, thread: str) -> list[tuple[str, str]]:
     base = url.rsplit("/", 1)[0]
     async with httpx.AsyncClient() as client:
@@ -34,20 +64,18 @@ async def history(url: str, thread: str) -> list[tuple[str, str]]:
 async def test_interrupt_and_enqueue_with_two_workers(shared_storage: str) -> None:
     with serve(shared_storage, "--workers", "2") as url:
         # interrupt: the slow run stops (cancelled), the new message runs with its context
-        slow = asyncio.ensure_future(post(url, sent("t-interrupt", "slow work please")))
-        await asyncio.sleep(1.0)  # the slow subagent (2 s) is running on one of the workers
+        slow = await holding(url, sent("t-interrupt", "slow work please"))
         events, _, _ = await post(url, sent("t-interrupt", "hello", "interrupt"))
         assert events[-1]["type"] == "RUN_FINISHED" and answer(events) == "echo: hello"
-        stopped, _, _ = await slow
+        stopped = await slow
         assert stopped[-1]["type"] == "RUN_FINISHED" and stopped[-1]["outcome"]["type"] == "cancelled"
         assert await history(url, "t-interrupt") == [("user", "slow work please"), ("user", "hello"), ("assistant", "echo: hello")]
 
         # enqueue: the new message waits for the slow run, then runs; nothing lost
-        slow = asyncio.ensure_future(post(url, sent("t-enqueue", "slow work please")))
-        await asyncio.sleep(1.0)
+        slow = await holding(url, sent("t-enqueue", "slow work please"))
         events, _, _ = await post(url, sent("t-enqueue", "hello", "enqueue"))
         assert events[-1]["type"] == "RUN_FINISHED" and answer(events) == "echo: hello"
-        done, _, _ = await slow
+        done = await slow
         assert done[-1]["type"] == "RUN_FINISHED" and answer(done) == "final: finally done"
         assert await history(url, "t-enqueue") == [
             ("user", "slow work please"),
@@ -67,18 +95,16 @@ async def test_the_server_default_and_rollback(shared_storage: str) -> None:
     with serve(shared_storage, "--workers", "2", "--on-busy", "rollback") as url:
         events, _, _ = await post(url, sent("t-rollback", "hi"))
         assert answer(events) == "echo: hi"
-        slow = asyncio.ensure_future(post(url, sent("t-rollback", "slow work please")))
-        await asyncio.sleep(1.0)
+        slow = await holding(url, sent("t-rollback", "slow work please"))
         events, _, _ = await post(url, sent("t-rollback", "hello"))  # the server's --on-busy
         assert events[-1]["type"] == "RUN_FINISHED" and answer(events) == "echo: hello"
-        stopped, _, _ = await slow
+        stopped = await slow
         assert stopped[-1]["outcome"]["type"] == "cancelled"
         assert await history(url, "t-rollback") == [
             ("user", "hi"), ("assistant", "echo: hi"), ("user", "hello"), ("assistant", "echo: hello")
         ]
         # a request may still ask for reject
-        slow = asyncio.ensure_future(post(url, sent("t-rollback", "slow work please")))
-        await asyncio.sleep(1.0)
+        slow = await holding(url, sent("t-rollback", "slow work please"))
         events, _, _ = await post(url, sent("t-rollback", "hello", "reject"))
         assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "THREAD_BUSY"
-        assert (await slow)[0][-1]["type"] == "RUN_FINISHED"
+        assert (await slow)[-1]["type"] == "RUN_FINISHED"
