@@ -17,15 +17,16 @@ report as such, not an outage.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Literal, TypeVar
 
 from supervisor_graph.checkpointers.errors import SupervisorGraphError
 
-__all__ = ["SAVER_METHODS", "Reason", "StorageUnavailableError", "translating", "unavailable"]
+__all__ = ["SAVER_METHODS", "Reason", "StorageUnavailableError", "outages_as", "translating", "unavailable"]
 
 C = TypeVar("C", bound=type)
 
@@ -108,6 +109,19 @@ def unavailable(exc: BaseException, what: str = "the database") -> StorageUnavai
     return StorageUnavailableError(f"{what} is unavailable ({_SAYS[reason]}); try again once it is back", reason)
 
 
+@contextlib.contextmanager
+def outages_as(what: str) -> Iterator[None]:
+    """Raise a driver's error that means an outage as `StorageUnavailableError` (the
+    driver's error its cause, so the log keeps it); any other error passes unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        error = unavailable(exc, what)
+        if error is None or error is exc:
+            raise
+        raise error from exc
+
+
 _SAYS: dict[str, str] = {
     "unreachable": "no connection",
     "timeout": "no connection free in time",
@@ -143,27 +157,17 @@ def translating(cls: C, methods: tuple[str, ...], what: str) -> C:
     def coroutine(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         async def call(*args: Any, **kwargs: Any) -> Any:
-            try:
+            with outages_as(what):
                 return await fn(*args, **kwargs)
-            except Exception as exc:
-                error = unavailable(exc, what)
-                if error is None or error is exc:
-                    raise
-                raise error from exc
 
         return call
 
     def generator(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         async def call(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-            try:
+            with outages_as(what):
                 async for item in fn(*args, **kwargs):
                     yield item
-            except Exception as exc:
-                error = unavailable(exc, what)
-                if error is None or error is exc:
-                    raise
-                raise error from exc
 
         return call
 

@@ -50,6 +50,7 @@ from supervisor_graph.checkpointers.outages import (
     SAVER_METHODS,
     Reason,
     StorageUnavailableError,
+    outages_as,
     translating,
     unavailable,
 )
@@ -403,7 +404,7 @@ class PostgresLeases(_SqlLeases):
     async def _statement(self, sql: str, params: tuple[Any, ...], want: str) -> Any:
         from psycopg.rows import tuple_row
 
-        try:
+        with outages_as(WHAT):
             async with self._conn.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
                 await cursor.execute(sql, params)
                 if want == "one":
@@ -411,11 +412,6 @@ class PostgresLeases(_SqlLeases):
                 if want == "all":
                     return await cursor.fetchall()
                 return int(cursor.rowcount or 0)
-        except Exception as exc:
-            error = unavailable(exc, "the Postgres database")
-            if error is None or error is exc:
-                raise
-            raise error from exc
 
     async def _one(self, template: str, params: tuple[Any, ...]) -> Any:
         return await self._run(self._sql(template), params, "one")
