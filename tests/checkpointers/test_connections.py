@@ -8,7 +8,11 @@ import subprocess
 import sys
 import textwrap
 import threading
+import weakref
 
+import pytest
+
+from supervisor_graph.checkpointers import connections
 from supervisor_graph.checkpointers.connections import close_open_connections, connect, worker_thread
 
 # A program that runs on a loop it closes without `shutdown_asyncgens()` (what closes a
@@ -40,7 +44,14 @@ def test_a_program_that_never_closes_its_memory_still_exits_with_its_conversatio
     assert count > 0
 
 
-async def test_a_connection_left_open_is_closed_at_exit_after_its_queued_jobs(tmp_path) -> None:
+@pytest.fixture
+def only_these(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exit hook sees only the connections this test opens (not those other tests of
+    the process left to the garbage collector)."""
+    monkeypatch.setattr(connections, "_open", weakref.WeakSet())
+
+
+async def test_a_connection_left_open_is_closed_at_exit_after_its_queued_jobs(tmp_path, only_these) -> None:
     path = str(tmp_path / "left.db")
     conn = await connect(path, isolation_level=None)
     worker = worker_thread(conn)

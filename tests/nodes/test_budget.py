@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import ValidationError
 
 from supervisor_graph import Agent, Budget, Memory, RunOptions
+from supervisor_graph.nodes import budget as budget_module
 from supervisor_graph.nodes.budget import BudgetScope, child_budget, open_budget
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
@@ -126,19 +128,48 @@ async def test_parallel_tool_calls_past_the_budget_do_not_run() -> None:
     assert all_answered(result.messages)
 
 
-async def test_a_time_budget_stops_after_a_slow_tool() -> None:
+class Clock:
+    """The budget's clock, moved on by the test's tools and model instead of by sleeping:
+    a time budget then stops where the test says, however loaded the machine is."""
+
+    def __init__(self) -> None:
+        self.skipped = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.skipped
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(budget_module, "time", fake)
+    return fake
+
+
+async def test_a_time_budget_stops_after_a_slow_tool(clock: Clock) -> None:
     runs: list[str] = []
     model = looping()
-    agent = Agent(id="solo", model=model, tools=[counted(runs, delay=0.4)])
-    result = await agent.generate("go", max_steps=50, budget={"seconds": 0.3})
+
+    async def lookup(q: str) -> str:
+        """Looks something up."""
+        clock.skipped += 100  # a tool that takes 100 s
+        runs.append(q)
+        return "found"
+
+    agent = Agent(id="solo", model=model, tools=[lookup])
+    result = await agent.generate("go", max_steps=50, budget={"seconds": 60})
     # the slow tool finishes; the model is not called again
     assert (result.finish_reason, len(model.calls), len(runs)) == ("budget", 1, 1)
 
 
-async def test_a_time_budget_stops_after_a_slow_model() -> None:
-    model = ScriptedChatModel(policy=lambda m: tool_call("lookup", {"q": "x"}), latency=0.3)
+async def test_a_time_budget_stops_after_a_slow_model(clock: Clock) -> None:
+    def slow(messages: Sequence[BaseMessage]) -> Any:
+        clock.skipped += 40  # a model call that takes 40 s
+        return tool_call("lookup", {"q": "x"})
+
+    model = ScriptedChatModel(policy=slow)
     agent = Agent(id="solo", model=model, tools=[counted([])])
-    result = await agent.generate("go", max_steps=50, budget={"seconds": 0.5})
+    result = await agent.generate("go", max_steps=50, budget={"seconds": 60})
     assert (result.finish_reason, len(model.calls)) == ("budget", 2)
 
 
