@@ -8,7 +8,7 @@ one process (bench/ab_parity.py's `measure_built_arms`): ours through the facade
 compiled graph, workers with a tool (every run makes N tool calls), N=1 and 5, in memory
 and on sqlite. B is the code as it is; A runs `run_tool_call` as it was before decisions
 (its source at `--before`, by default the parent of the commit that added
-nodes/decisions.py, compiled into the module's namespace: approve / decline only, and
+nodes/steps/decisions.py, compiled into the module's namespace: approve / decline only, and
 without the guard checks added since, which a run without guards skips). Reported:
 median CPU ms per run.
 """
@@ -34,20 +34,20 @@ def _git(*args: str) -> str:
 
 
 def _before() -> str:
-    added = _git("log", "--diff-filter=A", "--format=%H", "--", "nodes/decisions.py").split()
+    added = _git("log", "--diff-filter=A", "--format=%H", "--", "nodes/steps/decisions.py").split()
     if not added:
-        raise SystemExit("nodes/decisions.py is in no commit: give --before COMMIT")
+        raise SystemExit("nodes/steps/decisions.py is in no commit: give --before COMMIT")
     return added[-1] + "^"
 
 
 def _old_run_tool_call(commit: str) -> Any:
-    from supervisor_graph.nodes import tools
+    from supervisor_graph.nodes.turn import tools
 
-    source = _git("show", f"{commit}:nodes/tools.py")
+    source = _git("show", f"{commit}:nodes/turn/tools.py")
     start = source.index("async def run_tool_call(")
     end = source.index("\ndef ", start)
     namespace = dict(vars(tools))
-    exec(compile(source[start:end], f"{commit}:nodes/tools.py", "exec"), namespace)  # noqa: S102 - our own history
+    exec(compile(source[start:end], f"{commit}:nodes/turn/tools.py", "exec"), namespace)  # noqa: S102 - our own history
     return namespace["run_tool_call"]
 
 
@@ -56,8 +56,8 @@ def measure_with(commit: str) -> Any:
 
     def without_decisions() -> ExitStack:
         stack = ExitStack()
-        stack.enter_context(mock.patch("supervisor_graph.nodes.tools.run_tool_call", old))
-        stack.enter_context(mock.patch("supervisor_graph.nodes.direct.run_tool_call", old))
+        stack.enter_context(mock.patch("supervisor_graph.nodes.turn.tools.run_tool_call", old))
+        stack.enter_context(mock.patch("supervisor_graph.nodes.turn.leaf.run_tool_call", old))
         return stack
 
     async def measure(runs: int, workdir: Path) -> dict[tuple[str, str, int], dict[str, Any]]:

@@ -34,7 +34,7 @@ def _patched_out() -> ExitStack:
     from supervisor_graph.agent import Agent
 
     stack = ExitStack()
-    stack.enter_context(mock.patch("supervisor_graph.nodes.supervisor.left_open", lambda *a, **k: []))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.turn.supervisor.left_open", lambda *a, **k: []))
     stack.enter_context(mock.patch.object(Agent, "background_settings", property(lambda self: None)))
     stack.enter_context(mock.patch.object(Agent, "for_request", lambda self, request_context: self))
     return stack

@@ -39,7 +39,7 @@ _StateBefore = TypedDict(  # type: ignore[misc]
 
 def _without_structured_output() -> ExitStack:
     stack = ExitStack()
-    stack.enter_context(mock.patch("supervisor_graph.nodes.background.SupervisorState", _StateBefore))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.background.tasks.SupervisorState", _StateBefore))
     return stack
 
 

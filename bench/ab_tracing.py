@@ -30,10 +30,10 @@ async def _silent(*args: Any, **kwargs: Any) -> None:
 def _without_tracing() -> ExitStack:
     stack = ExitStack()
     stack.enter_context(mock.patch("supervisor_graph.compiler.build._identified", lambda agent, graph: graph))
-    stack.enter_context(mock.patch("supervisor_graph.nodes.subagent.agent_metadata", lambda *a, **k: {}))
-    stack.enter_context(mock.patch("supervisor_graph.nodes.subagent.announce", _silent))
-    stack.enter_context(mock.patch("supervisor_graph.nodes.remote.announce", _silent))
-    stack.enter_context(mock.patch("supervisor_graph.nodes.delegation_complete.announce", _silent))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.delegation.subagent.agent_metadata", lambda *a, **k: {}))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.delegation.subagent.announce", _silent))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.remote.langgraph.announce", _silent))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.delegation.complete.announce", _silent))
     return stack
 
 

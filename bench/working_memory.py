@@ -15,7 +15,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.store.memory import InMemoryStore
 
 from supervisor_graph import Agent, Memory
-from supervisor_graph.nodes.working_memory import WORKING_MEMORY_NAMESPACE
+from supervisor_graph.nodes.steps.working_memory import WORKING_MEMORY_NAMESPACE
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 __all__ = ["VARIANTS", "WorkingMemoryCell", "working_memory_cost"]

@@ -82,7 +82,7 @@ class _Thread:
 class DeltaHistoryCache:
     """Mixin for a `BaseCheckpointSaver`; see the module docstring."""
 
-    delta_channels: frozenset[str] = frozenset({"messages", "compaction"})  # nodes/state.py, nodes/compaction.py
+    delta_channels: frozenset[str] = frozenset({"messages", "compaction"})  # nodes/state.py, nodes/steps/compaction.py
     delta_cache_bytes: int = 16 * 1024 * 1024  # estimated memory of all threads kept together
     delta_cache_threads: int = 2_000
     # Integer channel versions instead of the savers' 52-character strings (a counter

@@ -14,7 +14,7 @@ from supervisor_graph.checkpointers.naming import NS_JOIN
 __all__ = ["ThreadRecord", "list_threads", "OWN_KEYS", "thread_metadata"]
 
 # Metadata keys this library writes on checkpoints (the rest is the caller's); the
-# second line names the runs for traces (nodes/tracing.py), and a run's metadata reaches
+# second line names the runs for traces (nodes/observability/tracing.py), and a run's metadata reaches
 # its checkpoints too.
 OWN_KEYS = frozenset(
     {"resource_id", "agent_id", "parent_thread_id", "delegation_thread_id",

@@ -1,4 +1,15 @@
-"""Node implementations of a compiled supervisor graph, one module per node kind.
+"""The pieces of a compiled supervisor graph, in rooms by concern.
 
-`supervisor_graph` wires these into a `StateGraph`; nothing here imports it.
+- `turn/`: an agent's turn (the supervisor node, a leaf's in-node loop, the tools node)
+- `steps/`: capabilities of a turn (budget, compaction, structured output, ...)
+- `guards/`: guardrails where they take effect
+- `delegation/`: a delegation's start, run and completion
+- `remote/`, `background/`: delegations run on another server or as background tasks
+- `gates/`: the iteration hook and the task-completion gate after a turn
+- `scope/`: what a node knows of its run; `observability/`: events, traces, spans
+- `spec.py` (what the compiler hands each node), `options.py`, `state.py`, `errors.py`,
+  `text.py`: shared by all of them
+
+`supervisor_graph` wires these into a `StateGraph`; nothing here imports it. Imports
+`checkpointers` below it.
 """

@@ -18,11 +18,11 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from supervisor_graph.checkpointers.naming import NS_JOIN
-from supervisor_graph.nodes.budget import Budget, BudgetScope
-from supervisor_graph.nodes.context import AbortSignal, RequestContext
-from supervisor_graph.nodes.scoring import TaskCompleteOptions
-from supervisor_graph.nodes.structured_output import OutputSchema, output_schema_of
-from supervisor_graph.nodes.versions import AgentOverride, VersionSelection
+from supervisor_graph.nodes.gates.scoring import TaskCompleteOptions
+from supervisor_graph.nodes.scope.context import AbortSignal, RequestContext
+from supervisor_graph.nodes.scope.versions import AgentOverride, VersionSelection
+from supervisor_graph.nodes.steps.budget import Budget, BudgetScope
+from supervisor_graph.nodes.steps.structured_output import OutputSchema, output_schema_of
 
 __all__ = [
     "DelegationOptions",
@@ -95,7 +95,7 @@ class RunOptions(BaseModel):
     (`ThreadBusyError`), queued behind it, or run once it has stopped with its finished
     steps kept (`interrupt`) or discarded (`rollback`); see `supervisor_graph/run/busy.py`."""
     budget: Budget | None = None
-    """Limits for the whole call, every delegation included (SPEC §25; nodes/budget.py)."""
+    """Limits for the whole call, every delegation included (SPEC §25; nodes/steps/budget.py)."""
     output_schema: OutputSchema | None = None
     """The shape of the answer (SPEC §28): a pydantic model, a TypedDict or a JSON-schema
     dict; it wins over `Agent(output_schema=...)` and applies to this agent only."""

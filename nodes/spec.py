@@ -16,16 +16,17 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from supervisor_graph.nodes.background import BackgroundSettings
-from supervisor_graph.nodes.background_control import CONTROL_SCHEMAS
-from supervisor_graph.nodes.budget import Budget
-from supervisor_graph.nodes.compaction import Compactor
-from supervisor_graph.nodes.context import RequestContext
-from supervisor_graph.nodes.guards import Guardrail
+from supervisor_graph.nodes.background.control import CONTROL_SCHEMAS
+from supervisor_graph.nodes.background.tasks import BackgroundSettings
+from supervisor_graph.nodes.guards.core import Guardrail
 from supervisor_graph.nodes.options import RunOptions
-from supervisor_graph.nodes.structured_output import OutputSchema, strict_tool, uses_native
-from supervisor_graph.nodes.versions import AgentOverride
-from supervisor_graph.nodes.working_memory import WorkingMemory
+from supervisor_graph.nodes.scope.context import RequestContext
+from supervisor_graph.nodes.scope.versions import AgentOverride
+from supervisor_graph.nodes.steps.budget import Budget
+from supervisor_graph.nodes.steps.compaction import Compactor
+from supervisor_graph.nodes.steps.protocol import NO_STEPS, Steps
+from supervisor_graph.nodes.steps.structured_output import OutputSchema, strict_tool, uses_native
+from supervisor_graph.nodes.steps.working_memory import WorkingMemory
 
 __all__ = ["AgentSpec", "DELEGATION_PREFIX", "Guardrail", "maybe_await", "with_refs_parameter"]
 
@@ -100,6 +101,8 @@ class AgentSpec:
     preview_tokens: Mapping[str, int] = field(default_factory=dict)
     tracing: bool = True  # False: `Agent(tracing=False)`, no OpenTelemetry spans for its runs
     compaction: Compactor | None = None  # `Agent(compaction=...)`: its model input kept under a size (SPEC §25)
+    # the capabilities its turn runs as steps (SPEC §32), built by the compiler once
+    steps: Steps = NO_STEPS
     budget: Budget | None = None  # `Agent(budget=...)`: limits for each run of this agent (SPEC §25)
     output_schema: OutputSchema | None = None  # `Agent(output_schema=...)`: the shape of its answer (SPEC §28)
     # `Agent(guardrails=...)`, its parent's when it declares none (SPEC §30), and the

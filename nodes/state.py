@@ -31,7 +31,7 @@ from typing_extensions import TypedDict
 
 from supervisor_graph.checkpointers.compat import DeltaChannel
 from supervisor_graph.checkpointers.delta_cache import DELTA_REDUCERS
-from supervisor_graph.nodes.prefix_cache import PrefixCache
+from supervisor_graph.nodes.turn.prefix_cache import PrefixCache
 
 __all__ = [
     "FEEDBACK_MARK",

@@ -44,9 +44,7 @@ from supervisor_graph.declaration.tools import (
 )
 from supervisor_graph.memory.memory import Memory, ThreadRecord
 from supervisor_graph.memory.versions import AgentDefinition, AgentVersion
-from supervisor_graph.nodes.budget import Budget
-from supervisor_graph.nodes.context import AbortController, AbortSignal, RequestContext
-from supervisor_graph.nodes.delegation import (
+from supervisor_graph.nodes.delegation.control import (
     DELEGATION_HOOK_ERRORS,
     RESOURCE_ID_KEY,
     RUN_ID_KEY,
@@ -57,12 +55,14 @@ from supervisor_graph.nodes.delegation import (
     DelegationStartContext,
     DelegationStartResult,
 )
-from supervisor_graph.nodes.iteration import IterationContext, IterationResult
+from supervisor_graph.nodes.gates.iteration import IterationContext, IterationResult
 from supervisor_graph.nodes.options import DelegationOptions, MemoryOptions, RunContext, RunOptions
+from supervisor_graph.nodes.scope.context import AbortController, AbortSignal, RequestContext
+from supervisor_graph.nodes.scope.versions import VERSIONS_KEY, VersionSelection
 from supervisor_graph.nodes.state import SupervisorState
-from supervisor_graph.nodes.structured_output import StructuredOutputError
-from supervisor_graph.nodes.versions import VERSIONS_KEY, VersionSelection
-from supervisor_graph.nodes.working_memory import WorkingMemory, WorkingMemoryError
+from supervisor_graph.nodes.steps.budget import Budget
+from supervisor_graph.nodes.steps.structured_output import StructuredOutputError
+from supervisor_graph.nodes.steps.working_memory import WorkingMemory, WorkingMemoryError
 from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage
 from supervisor_graph.run.facade import AgentStream, GenerateResult, PendingItem
 

@@ -28,15 +28,15 @@ from supervisor_graph.declaration.models import parse_model_string
 from supervisor_graph.declaration.remote import RemoteAgent, RemoteSubagent
 from supervisor_graph.declaration.tools import tools_by_name
 from supervisor_graph.memory.memory import Memory
-from supervisor_graph.nodes.background import BackgroundSettings, BackgroundTaskConfig
-from supervisor_graph.nodes.budget import Budget
-from supervisor_graph.nodes.compaction import CompactionSettings
-from supervisor_graph.nodes.context import RequestContext
-from supervisor_graph.nodes.decisions import decision_payload
+from supervisor_graph.nodes.background.tasks import BackgroundSettings, BackgroundTaskConfig
 from supervisor_graph.nodes.options import RunOptions
+from supervisor_graph.nodes.scope.context import RequestContext
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX, Guardrail
-from supervisor_graph.nodes.structured_output import OutputSchema, output_schema_of
-from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL, WorkingMemory
+from supervisor_graph.nodes.steps.budget import Budget
+from supervisor_graph.nodes.steps.compaction import CompactionSettings
+from supervisor_graph.nodes.steps.decisions import decision_payload
+from supervisor_graph.nodes.steps.structured_output import OutputSchema, output_schema_of
+from supervisor_graph.nodes.steps.working_memory import WORKING_MEMORY_TOOL, WorkingMemory
 from supervisor_graph.run.facade import generate, run_sync, stream, stream_sync
 from supervisor_graph.run.idle import generate_until_idle, recover_background_tasks, stream_until_idle
 from supervisor_graph.run.resume import resume

@@ -39,9 +39,9 @@ from supervisor_graph.checkpointers.naming import NS_JOIN, delegation_thread_id,
 from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.declaration.remote import RemoteAgent
 from supervisor_graph.memory.memory import Memory
-from supervisor_graph.nodes.context import AbortController
 from supervisor_graph.nodes.errors import log_failure
-from supervisor_graph.nodes.structured_output import output_schema_of
+from supervisor_graph.nodes.scope.context import AbortController
+from supervisor_graph.nodes.steps.structured_output import output_schema_of
 from supervisor_graph.run.busy import check_on_busy
 from supervisor_graph.run.facade import AgentStream
 from supervisor_graph.run.resume import pending_interrupts, resume

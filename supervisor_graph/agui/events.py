@@ -43,7 +43,7 @@ from supervisor_graph.agui.streams import MessageStreams
 from supervisor_graph.agui.subagents import Invocation, SubagentTracker, error_code, subagent_run_id
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.agui.usage import UsageMeter
-from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL
+from supervisor_graph.nodes.steps.working_memory import WORKING_MEMORY_TOOL
 from supervisor_graph.run.chunks import StreamChunk
 from supervisor_graph.run.facade import GenerateResult
 from supervisor_graph.run.partial import json_value

@@ -6,7 +6,7 @@ id the same way and matches. For a tool inside a subagent the run part is the
 delegation's `subagent_run_id`, which keeps ids unique when two subagents reuse a tool
 call id. `Dialect` holds the two shapes: this project's and `compat="mastra"`.
 
-An approval's answer is one of the decisions of nodes/decisions.py (approve, edit,
+An approval's answer is one of the decisions of nodes/steps/decisions.py (approve, edit,
 reject with a reason), checked there; its interrupt says which ones the tool allows and
 the tool's input schema (this project's dialect: the Mastra shapes stay as they are).
 """
@@ -20,8 +20,8 @@ from typing import Any
 from ag_ui.core import Interrupt, ResumeEntry
 
 from supervisor_graph.agui.subagents import subagent_run_id
-from supervisor_graph.nodes.decisions import ALL_DECISIONS, DecisionError, Reject, parse_decision
-from supervisor_graph.nodes.tools import CANCEL_SUSPENDED
+from supervisor_graph.nodes.steps.decisions import ALL_DECISIONS, DecisionError, Reject, parse_decision
+from supervisor_graph.nodes.turn.tools import CANCEL_SUSPENDED
 from supervisor_graph.run.facade import PendingItem
 
 __all__ = [

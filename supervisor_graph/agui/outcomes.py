@@ -15,7 +15,7 @@ from supervisor_graph.declaration.errors import (
     RemoteNotResumableError,
     ThreadBusyError,
 )
-from supervisor_graph.nodes.decisions import DecisionError
+from supervisor_graph.nodes.steps.decisions import DecisionError
 
 __all__ = ["STORAGE_UNAVAILABLE_MESSAGE", "RunRecord", "client_error", "storage_outage"]
 

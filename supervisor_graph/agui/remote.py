@@ -39,7 +39,7 @@ from supervisor_graph.agui.outcomes import client_error
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.declaration.remote import RemoteAgent
 from supervisor_graph.nodes.errors import log_failure
-from supervisor_graph.nodes.remote import RemoteNotResumableError
+from supervisor_graph.nodes.remote.langgraph import RemoteNotResumableError
 from supervisor_graph.nodes.text import text_of_content
 from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage, make_chunk
 from supervisor_graph.run.results import GenerateResult, PendingItem

@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from supervisor_graph.agui.agent import AGUIAgent
 from supervisor_graph.agui.serving import refusal, thread_id_limit, thread_id_problem
-from supervisor_graph.nodes.context import AbortController
+from supervisor_graph.nodes.scope.context import AbortController
 
 __all__ = ["KEEP_ALIVE", "add_agui_endpoint", "route_path"]
 

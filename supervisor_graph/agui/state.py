@@ -15,7 +15,7 @@ from ag_ui.core import BaseEvent, StateDeltaEvent, StateSnapshotEvent
 
 from supervisor_graph.agui.frontend import InputError
 from supervisor_graph.memory.memory import Memory
-from supervisor_graph.nodes.working_memory import WorkingMemory, WorkingMemoryError
+from supervisor_graph.nodes.steps.working_memory import WorkingMemory, WorkingMemoryError
 
 __all__ = ["SharedState", "TEMPLATE_KEY"]
 

@@ -6,7 +6,7 @@ process answers the control tool. The process running the task reads them before
 try and, during a try, at once when woken in-process (`runner.wake`) or at its next
 poll of the store (every `REQUEST_POLL` seconds, only while a task runs there), so
 another process's request is acted on within 2 seconds. `TaskControl` is the control
-plane `nodes/background_control.py` calls, mixed into the process host
+plane `nodes/background/control.py` calls, mixed into the process host
 (`host.RunBackground`).
 """
 
@@ -25,7 +25,7 @@ from supervisor_graph.checkpointers.urls import Storage
 from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.memory.background_records import requests_namespace
 from supervisor_graph.memory.lease import ThreadLease
-from supervisor_graph.nodes.background import FINAL_STATUSES
+from supervisor_graph.nodes.background.tasks import FINAL_STATUSES
 
 __all__ = ["REQUEST_POLL", "TaskControl", "cancelled", "drop_requests", "store_request", "take_requests", "watch"]
 
@@ -108,7 +108,7 @@ class TaskControl:
         return sorted(await self.records(), key=lambda r: str(r.get("task_id")))
 
     async def _open_record(self, task_id: str, verb: str) -> dict[str, Any] | str:
-        from supervisor_graph.nodes.background_control import ControlError
+        from supervisor_graph.nodes.background.control import ControlError
 
         record = await self.load(task_id)
         if record is None or record.get("thread_id") != self.thread_id:

@@ -31,23 +31,23 @@ from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.declaration.remote import RemoteSubagent
 from supervisor_graph.memory.background_records import BACKGROUND_NAMESPACE
 from supervisor_graph.memory.lease import ThreadLease
-from supervisor_graph.nodes.background import (
+from supervisor_graph.nodes.background.tasks import (
     FINAL_STATUSES,
     BackgroundLaunch,
     BackgroundTaskConfig,
     outcome_text,
 )
-from supervisor_graph.nodes.budget import child_budget, exceeded_result, own_budget, restarted
-from supervisor_graph.nodes.context import RequestContext
-from supervisor_graph.nodes.delegation import (
+from supervisor_graph.nodes.delegation.control import (
     DelegationRecord,
     complete_hook,
     record_answer,
     record_transcript,
 )
+from supervisor_graph.nodes.delegation.subagent import sub_options
+from supervisor_graph.nodes.observability.tracing import agent_metadata
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
-from supervisor_graph.nodes.subagent import sub_options
-from supervisor_graph.nodes.tracing import agent_metadata
+from supervisor_graph.nodes.scope.context import RequestContext
+from supervisor_graph.nodes.steps.budget import child_budget, exceeded_result, own_budget, restarted
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
@@ -401,7 +401,7 @@ def _release_unstarted(task: asyncio.Task[None], lease: ThreadLease) -> None:
 
 
 def _plain(context: RequestContext) -> dict[str, Any]:
-    from supervisor_graph.nodes.delegation import RUN_IDENTITY_KEYS
+    from supervisor_graph.nodes.delegation.control import RUN_IDENTITY_KEYS
 
     return {k: v for k, v in context.to_dict().items() if k not in RUN_IDENTITY_KEYS}
 

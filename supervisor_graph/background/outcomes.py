@@ -14,8 +14,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from supervisor_graph.background.runner import runner
 from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.memory.lease import ThreadLease
-from supervisor_graph.nodes.background import FINAL_STATUSES, notice
-from supervisor_graph.nodes.delegation import model_view
+from supervisor_graph.nodes.background.tasks import FINAL_STATUSES, notice
+from supervisor_graph.nodes.delegation.control import model_view
 from supervisor_graph.nodes.state import feedback_message
 
 if TYPE_CHECKING:

@@ -42,7 +42,7 @@ from typing import Any
 from langchain_core.messages import message_to_dict
 from langchain_core.runnables import RunnableConfig
 
-from supervisor_graph.nodes.background import FINAL_STATUSES, notice
+from supervisor_graph.nodes.background.tasks import FINAL_STATUSES, notice
 
 __all__ = ["SERVER_URL_ENV", "ServerHost", "server_host"]
 

@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from supervisor_graph.cli.output import print_error, short
-from supervisor_graph.nodes.tools import DECLINED_TEXT
+from supervisor_graph.nodes.turn.tools import DECLINED_TEXT
 from supervisor_graph.run.chunks import StreamChunk
 from supervisor_graph.run.facade import GenerateResult
 

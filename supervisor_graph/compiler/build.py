@@ -24,23 +24,28 @@ from langgraph.graph.state import CompiledStateGraph
 
 from supervisor_graph.background.server import server_host
 from supervisor_graph.compiler.dynamic import SLOT, DynamicNodes
+from supervisor_graph.compiler.steps import steps_of
 from supervisor_graph.compiler.sync_nodes import with_sync_twin
 from supervisor_graph.declaration.agent_rules import check_cycles
 from supervisor_graph.declaration.models import check_credentials, model_strings, resolve_model_string
 from supervisor_graph.declaration.remote import RemoteAgent, RemoteSubagent
 from supervisor_graph.declaration.tools import is_client_tool
 from supervisor_graph.memory.versions import resolver_for
-from supervisor_graph.nodes.a2a import make_a2a_node
-from supervisor_graph.nodes.background import input_schema, state_schema
-from supervisor_graph.nodes.compaction import Compactor, with_compaction
-from supervisor_graph.nodes.delegation import make_complete_node, make_start_node
+from supervisor_graph.nodes.background.tasks import input_schema, state_schema
+from supervisor_graph.nodes.delegation.control import make_complete_node, make_start_node
+from supervisor_graph.nodes.delegation.subagent import make_subagent_node
 from supervisor_graph.nodes.errors import unwrapping_retry_on
-from supervisor_graph.nodes.guards import Guardrail
-from supervisor_graph.nodes.iteration import make_iteration_node
+from supervisor_graph.nodes.gates.iteration import make_iteration_node
+from supervisor_graph.nodes.gates.task_complete import make_task_complete_node
+from supervisor_graph.nodes.guards.core import Guardrail
+from supervisor_graph.nodes.observability.otel import span_handler
+from supervisor_graph.nodes.observability.tracing import agent_metadata
 from supervisor_graph.nodes.options import RunContext
-from supervisor_graph.nodes.otel import span_handler
-from supervisor_graph.nodes.remote import make_remote_node
-from supervisor_graph.nodes.routing import (
+from supervisor_graph.nodes.remote.a2a import make_a2a_node
+from supervisor_graph.nodes.remote.langgraph import make_remote_node
+from supervisor_graph.nodes.spec import DELEGATION_PREFIX, AgentSpec
+from supervisor_graph.nodes.steps.compaction import Compactor, with_compaction
+from supervisor_graph.nodes.turn.routing import (
     ITERATION_NODE,
     SUPERVISOR_NODE,
     TASK_COMPLETE_NODE,
@@ -48,12 +53,8 @@ from supervisor_graph.nodes.routing import (
     complete_node,
     start_node,
 )
-from supervisor_graph.nodes.spec import DELEGATION_PREFIX, AgentSpec
-from supervisor_graph.nodes.subagent import make_subagent_node
-from supervisor_graph.nodes.supervisor import make_supervisor_node
-from supervisor_graph.nodes.task_complete import make_task_complete_node
-from supervisor_graph.nodes.tools import make_tools_node
-from supervisor_graph.nodes.tracing import agent_metadata
+from supervisor_graph.nodes.turn.supervisor import make_supervisor_node
+from supervisor_graph.nodes.turn.tools import make_tools_node
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
@@ -114,6 +115,7 @@ def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec
         factory, model = _lazy_string_model(model), None
     elif not isinstance(model, BaseChatModel):
         factory, model = model, None
+    compactor = _compactor(agent)
     spec = AgentSpec(
         agent_id=agent.id,
         instructions=agent.instructions,
@@ -135,7 +137,8 @@ def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec
             if not isinstance(sub, RemoteSubagent) and sub.result_preview_tokens is not None
         },
         tracing=agent.tracing,
-        compaction=_compactor(agent),
+        compaction=compactor,
+        steps=steps_of(compactor),
         budget=agent.budget,
         output_schema=agent.output_schema,
         guards=guards,

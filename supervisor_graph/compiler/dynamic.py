@@ -21,9 +21,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
-from supervisor_graph.nodes.routing import complete_node, start_node
-from supervisor_graph.nodes.scope import run_scope
+from supervisor_graph.nodes.scope.lookup import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.turn.routing import complete_node, start_node
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent

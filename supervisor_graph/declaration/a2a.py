@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from supervisor_graph.declaration.remote import RemoteSubagent
-from supervisor_graph.nodes.a2a import A2ASpec
+from supervisor_graph.nodes.remote.a2a import A2ASpec
 
 __all__ = ["A2AAgent"]
 

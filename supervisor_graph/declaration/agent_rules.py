@@ -10,7 +10,7 @@ from langgraph.types import RetryPolicy
 
 from supervisor_graph.declaration.errors import SupervisorGraphError
 from supervisor_graph.declaration.remote import RemoteSubagent
-from supervisor_graph.nodes.background import BackgroundSettings, background_setting
+from supervisor_graph.nodes.background.tasks import BackgroundSettings, background_setting
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent

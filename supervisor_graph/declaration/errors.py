@@ -6,7 +6,7 @@ from typing import Any
 
 from supervisor_graph.checkpointers.outages import StorageUnavailableError
 from supervisor_graph.nodes.errors import ModelCallError, SupervisorGraphError
-from supervisor_graph.nodes.remote import RemoteNotResumableError
+from supervisor_graph.nodes.remote.langgraph import RemoteNotResumableError
 
 __all__ = [
     "CLIError",

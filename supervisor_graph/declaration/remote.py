@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from supervisor_graph.nodes.options import RunOptions
-from supervisor_graph.nodes.remote import RemoteSpec
+from supervisor_graph.nodes.remote.langgraph import RemoteSpec
 
 __all__ = ["RemoteAgent", "RemoteSubagent"]
 

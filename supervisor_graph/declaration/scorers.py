@@ -18,8 +18,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from supervisor_graph.declaration.models import parse_model_string, resolve_model_string
+from supervisor_graph.nodes.gates.task_complete import Score, ScoringContext, TaskCompleteOptions, TaskCompleteResult
 from supervisor_graph.nodes.spec import maybe_await
-from supervisor_graph.nodes.task_complete import Score, ScoringContext, TaskCompleteOptions, TaskCompleteResult
 
 __all__ = [
     "CriterionVerdict",

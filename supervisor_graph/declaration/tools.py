@@ -10,10 +10,10 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools import tool as as_langchain_tool
 from pydantic import BaseModel, ValidationError
 
-from supervisor_graph.nodes.background import BackgroundTaskConfig
-from supervisor_graph.nodes.context import current_request_context
-from supervisor_graph.nodes.decisions import ApprovalPolicy
-from supervisor_graph.nodes.tools import ToolCallInfo, current_tool_call, suspend
+from supervisor_graph.nodes.background.tasks import BackgroundTaskConfig
+from supervisor_graph.nodes.scope.context import current_request_context
+from supervisor_graph.nodes.steps.decisions import ApprovalPolicy
+from supervisor_graph.nodes.turn.tools import ToolCallInfo, current_tool_call, suspend
 
 __all__ = [
     "ToolCallInfo",

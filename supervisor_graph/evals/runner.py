@@ -19,8 +19,8 @@ from supervisor_graph.evals.loading import EvalFileError, load_cases, parse_case
 from supervisor_graph.evals.matching import Difference, compare_tree
 from supervisor_graph.evals.report import CaseReport, EvalReport, RunOutcome
 from supervisor_graph.evals.targets import AgentTarget, GraphTarget, HarnessError, Transcript
-from supervisor_graph.nodes.context import RequestContext
-from supervisor_graph.nodes.scoring import RunView, ScoringContext
+from supervisor_graph.nodes.gates.scoring import RunView, ScoringContext
+from supervisor_graph.nodes.scope.context import RequestContext
 
 __all__ = ["check", "load_scorer", "prepare", "rouge1", "run_cases"]
 

@@ -15,7 +15,7 @@ from supervisor_graph.agent import Agent
 from supervisor_graph.evals.cases import Case, Decision, DelegationExpect
 from supervisor_graph.evals.trajectory import AgentRun, read_tree
 from supervisor_graph.memory.memory import Memory
-from supervisor_graph.nodes.context import RequestContext
+from supervisor_graph.nodes.scope.context import RequestContext
 from supervisor_graph.nodes.state import usage_of_run
 from supervisor_graph.nodes.text import text_of
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from supervisor_graph.nodes.structured_output import FINAL_ANSWER_TOOL
+from supervisor_graph.nodes.steps.structured_output import FINAL_ANSWER_TOOL
+from supervisor_graph.nodes.steps.working_memory import WORKING_MEMORY_TOOL
 from supervisor_graph.nodes.text import text_of
-from supervisor_graph.nodes.working_memory import WORKING_MEMORY_TOOL
 
 __all__ = ["AgentRun", "ToolUse", "read_tree", "DELEGATION_PREFIX"]
 
@@ -132,7 +132,7 @@ async def read_tree(
     return node
 
 
-# nodes/decisions.py `edited_result`: the result of an edited call says what it ran with
+# nodes/steps/decisions.py `edited_result`: the result of an edited call says what it ran with
 _EDITED = re.compile(r"^\[The user edited the arguments before this call ran: (\{.*?\})\]\n", re.DOTALL)
 
 

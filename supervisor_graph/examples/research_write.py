@@ -38,7 +38,7 @@ from supervisor_graph.agent import Agent
 from supervisor_graph.declaration.tools import create_tool
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.state import is_run_input
-from supervisor_graph.nodes.working_memory import WorkingMemory
+from supervisor_graph.nodes.steps.working_memory import WorkingMemory
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 __all__ = ["DEFAULT_PROMPT", "PUBLISH_PROMPT", "agent", "build_agents", "graph", "publish_tool"]

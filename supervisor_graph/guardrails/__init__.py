@@ -4,7 +4,7 @@
     Agent(..., guardrails=[pii(at=["input", "output"]), prompt_injection(model="openai/gpt-5-mini"),
                            guardrail(my_check, at="tool_result")])
 
-The protocol (contexts, verdicts, declarations) lives in `supervisor_graph.nodes.guards`,
+The protocol (contexts, verdicts, declarations) lives in `supervisor_graph.nodes.guards.core`,
 which the graph's nodes run; this package is what users import, with the built-in guards:
 `pii` (deterministic detectors, `detectors.py`; presidio as an extra, `presidio.py`) and
 the judges `prompt_injection`, `moderation` and `topic` (`judges.py`). It imports `nodes`
@@ -17,7 +17,7 @@ from __future__ import annotations
 from supervisor_graph.guardrails.detectors import PII_KINDS, PIIMatch, detect_pii
 from supervisor_graph.guardrails.judges import GuardJudgeError, GuardJudgement, moderation, prompt_injection, topic
 from supervisor_graph.guardrails.pii import pii
-from supervisor_graph.nodes.guards import (
+from supervisor_graph.nodes.guards.core import (
     BOUNDARIES,
     Allow,
     Block,

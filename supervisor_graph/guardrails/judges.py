@@ -25,7 +25,7 @@ from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, Field
 
 from supervisor_graph.declaration.models import parse_model_string, resolve_model_string
-from supervisor_graph.nodes.guards import GuardContext, Guardrail, allow, block, escalate
+from supervisor_graph.nodes.guards.core import GuardContext, Guardrail, allow, block, escalate
 
 __all__ = ["GuardJudgeError", "GuardJudgement", "JudgeGuard", "moderation", "prompt_injection", "topic"]
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from supervisor_graph.guardrails.detectors import PII_KINDS, PIIMatch, detect_pii, hold_from
-from supervisor_graph.nodes.guards import BOUNDARIES, GuardContext, Guardrail, allow, block, redact
+from supervisor_graph.nodes.guards.core import BOUNDARIES, GuardContext, Guardrail, allow, block, redact
 
 __all__ = ["PIIGuard", "pii"]
 

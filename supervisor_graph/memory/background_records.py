@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from supervisor_graph.nodes.background import FINAL_STATUSES
+from supervisor_graph.nodes.background.tasks import FINAL_STATUSES
 
 __all__ = ["BACKGROUND_NAMESPACE", "REQUESTS_NAMESPACE", "BackgroundTask", "requests_namespace", "task_view"]
 

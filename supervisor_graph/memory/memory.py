@@ -25,8 +25,8 @@ from supervisor_graph.checkpointers.urls import Storage, describe, is_shared_sav
 from supervisor_graph.memory.background_records import BACKGROUND_NAMESPACE, BackgroundTask, task_view
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.memory.versions import MAX_DEFINITION_BYTES, Versions
-from supervisor_graph.nodes.background import FullState
-from supervisor_graph.nodes.working_memory import (
+from supervisor_graph.nodes.background.tasks import FullState
+from supervisor_graph.nodes.steps.working_memory import (
     WORKING_MEMORY_NAMESPACE,
     WorkingMemory,
     apply_update,

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.declaration.models import parse_model_string, resolve_model_string
 from supervisor_graph.memory.lease import ThreadLease
-from supervisor_graph.nodes.versions import AgentOverride, Status, VersionSelection
+from supervisor_graph.nodes.scope.versions import AgentOverride, Status, VersionSelection
 
 if TYPE_CHECKING:
     from supervisor_graph.memory.memory import Memory

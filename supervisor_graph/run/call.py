@@ -27,9 +27,7 @@ from supervisor_graph.checkpointers.fence import FENCE_KEY
 from supervisor_graph.declaration.models import check_credentials, model_strings
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.memory.versions import RunVersions
-from supervisor_graph.nodes.budget import open_budget
-from supervisor_graph.nodes.context import RequestContext
-from supervisor_graph.nodes.delegation import (
+from supervisor_graph.nodes.delegation.control import (
     RESOURCE_ID_KEY,
     RUN_ID_KEY,
     RUN_IDENTITY_KEYS,
@@ -37,7 +35,9 @@ from supervisor_graph.nodes.delegation import (
     check_json,
 )
 from supervisor_graph.nodes.options import MemoryOptions, RunContext, RunHandle, RunOptions, merge_options
-from supervisor_graph.nodes.versions import VERSIONS_KEY
+from supervisor_graph.nodes.scope.context import RequestContext
+from supervisor_graph.nodes.scope.versions import VERSIONS_KEY
+from supervisor_graph.nodes.steps.budget import open_budget
 from supervisor_graph.run.busy import discard_last_run, raise_if_lost, stop_reason, take_thread, until_stopped
 from supervisor_graph.run.call_config import CallConfig
 from supervisor_graph.run.chunks import Usage
@@ -173,7 +173,7 @@ class Run:
             resource_id=resource_id,
             root_context=request_context,
             durable=durable,
-            budget=open_budget(opts.budget, agent.budget),  # counted from here (nodes/budget.py)
+            budget=open_budget(opts.budget, agent.budget),  # counted from here (nodes/steps/budget.py)
         )
         if opts.versions is not None:
             opts = await _select_versions(agent, opts, options, handle)

@@ -18,7 +18,7 @@ from supervisor_graph.background.host import RunBackground
 from supervisor_graph.background.runner import runner
 from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.memory.memory import Memory
-from supervisor_graph.nodes.background import FINAL_STATUSES
+from supervisor_graph.nodes.background.tasks import FINAL_STATUSES
 from supervisor_graph.run.call import Run, answer_outcomes
 from supervisor_graph.run.chunks import Usage, make_chunk
 from supervisor_graph.run.results import GenerateResult, background_pending

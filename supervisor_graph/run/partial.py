@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel
 
-from supervisor_graph.nodes.structured_output import FINAL_ANSWER_TOOL, OutputSchema, final_value
+from supervisor_graph.nodes.steps.structured_output import FINAL_ANSWER_TOOL, OutputSchema, final_value
 from supervisor_graph.nodes.text import text_of
 
 __all__ = ["PartialObjects", "json_value"]

@@ -17,8 +17,8 @@ from langgraph.types import Interrupt
 from supervisor_graph.checkpointers.compat import INTERRUPT_WRITE
 from supervisor_graph.checkpointers.leases import Lease
 from supervisor_graph.declaration.errors import PendingApprovalError, StorageUnavailableError
-from supervisor_graph.nodes.routing import SUPERVISOR_NODE, last_turn
-from supervisor_graph.nodes.tools import ABORTED_TOOL_TEXT, DECLINED_TEXT, INTERRUPTED_TOOL_TEXT, approval_consumed
+from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, last_turn
+from supervisor_graph.nodes.turn.tools import ABORTED_TOOL_TEXT, DECLINED_TEXT, INTERRUPTED_TOOL_TEXT, approval_consumed
 from supervisor_graph.run.busy import discard_last_run
 from supervisor_graph.run.results import client_tools, pending_items
 

@@ -9,15 +9,15 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
 from supervisor_graph.declaration.tools import is_client_tool
-from supervisor_graph.nodes.decisions import ALL_DECISIONS
-from supervisor_graph.nodes.delegation import (
+from supervisor_graph.nodes.delegation.control import (
     DelegationResult,
 )
-from supervisor_graph.nodes.guards import Tripwire
-from supervisor_graph.nodes.routing import last_turn, unanswered
+from supervisor_graph.nodes.guards.core import Tripwire
 from supervisor_graph.nodes.state import add_usage, run_start, usage_by_agent_of_run, usage_total, zero_usage
-from supervisor_graph.nodes.structured_output import OutputSchema, StructuredOutputError
+from supervisor_graph.nodes.steps.decisions import ALL_DECISIONS
+from supervisor_graph.nodes.steps.structured_output import OutputSchema, StructuredOutputError
 from supervisor_graph.nodes.text import text_of
+from supervisor_graph.nodes.turn.routing import last_turn, unanswered
 from supervisor_graph.run.chunks import Usage
 
 if TYPE_CHECKING:

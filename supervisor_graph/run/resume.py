@@ -17,10 +17,10 @@ from pydantic import BaseModel, ValidationError
 
 from supervisor_graph.declaration.errors import NothingPendingError
 from supervisor_graph.declaration.remote import RemoteAgent
-from supervisor_graph.nodes.decisions import DecisionError, approval_policy, parse_decision
 from supervisor_graph.nodes.options import MemoryOptions
-from supervisor_graph.nodes.remote import RemoteNotResumableError
-from supervisor_graph.nodes.tools import is_cancel
+from supervisor_graph.nodes.remote.langgraph import RemoteNotResumableError
+from supervisor_graph.nodes.steps.decisions import DecisionError, approval_policy, parse_decision
+from supervisor_graph.nodes.turn.tools import is_cancel
 from supervisor_graph.run.call import Run, host_background
 from supervisor_graph.run.chunks import Usage
 from supervisor_graph.run.paused import PausedRun, paused_runs

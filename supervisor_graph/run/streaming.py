@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk
 
-from supervisor_graph.nodes.direct import AGENT_PATH_KEY, NAMESPACE_KEY
-from supervisor_graph.nodes.events import EVENT_KEY
-from supervisor_graph.nodes.routing import SUPERVISOR_NODE
+from supervisor_graph.nodes.observability.events import EVENT_KEY
 from supervisor_graph.nodes.text import text_of
+from supervisor_graph.nodes.turn.leaf import AGENT_PATH_KEY, NAMESPACE_KEY
+from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE
 from supervisor_graph.run.chunks import FinishChunk, StreamChunk, make_chunk
 from supervisor_graph.run.partial import PartialObjects, json_value
 from supervisor_graph.run.repair import repair_after

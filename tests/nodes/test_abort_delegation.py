@@ -19,7 +19,7 @@ from langchain_core.tools import tool
 from pydantic import PrivateAttr
 
 from supervisor_graph import AbortController, Agent, DelegationResult
-from supervisor_graph.nodes.delegation import DelegationAbortedError
+from supervisor_graph.nodes.delegation.control import DelegationAbortedError
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 

@@ -1,4 +1,4 @@
-"""Budgets (SPEC §25, nodes/budget.py): tokens, seconds and tool calls, per call (the
+"""Budgets (SPEC §25, nodes/steps/budget.py): tokens, seconds and tool calls, per call (the
 whole tree) and per agent (each delegation), the 80% notice, the stop before the next
 model call, `modified_budget`, parallel delegations, the compiled graph's context,
 background tasks. `ScriptedChatModel` reports 15 tokens a call (10 in, 5 out)."""
@@ -17,8 +17,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import ValidationError
 
 from supervisor_graph import Agent, Budget, Memory, RunOptions
-from supervisor_graph.nodes import budget as budget_module
-from supervisor_graph.nodes.budget import BudgetScope, child_budget, open_budget
+from supervisor_graph.nodes.steps import budget as budget_module
+from supervisor_graph.nodes.steps.budget import BudgetScope, child_budget, open_budget
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 _threads = itertools.count()

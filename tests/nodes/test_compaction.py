@@ -18,10 +18,16 @@ from pydantic import ValidationError
 from supervisor_graph import Agent, Memory, ModelCallError
 from supervisor_graph.checkpointers.compat import namespaced_config
 from supervisor_graph.checkpointers.naming import split_thread_id
-from supervisor_graph.nodes import compaction as compaction_module
-from supervisor_graph.nodes.background import FullState
-from supervisor_graph.nodes.compaction import SUMMARY_KWARG, CompactionSettings, Compactor, choose_cut, with_compaction
-from supervisor_graph.nodes.tokens import counter_for
+from supervisor_graph.nodes.background.tasks import FullState
+from supervisor_graph.nodes.steps import compaction as compaction_module
+from supervisor_graph.nodes.steps.compaction import (
+    SUMMARY_KWARG,
+    CompactionSettings,
+    Compactor,
+    choose_cut,
+    with_compaction,
+)
+from supervisor_graph.nodes.steps.tokens import counter_for
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 WINDOW = 4000  # characters a model accepts (its "context window")

@@ -11,7 +11,7 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from supervisor_graph import Agent, Memory, NothingPendingError, create_tool
-from supervisor_graph.nodes.decisions import ApprovalPolicy, DecisionError, parse_decision
+from supervisor_graph.nodes.steps.decisions import ApprovalPolicy, DecisionError, parse_decision
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 

@@ -1,4 +1,4 @@
-"""The streaming output guard (SPEC §30, nodes/guard_stream.py): nothing a guard would redact
+"""The streaming output guard (SPEC §30, nodes/guards/stream.py): nothing a guard would redact
 or block reaches the client, whatever the window, the overlap or the provider's chunk size.
 
 Property tests (hypothesis, derandomized: the same examples every run) drive the real
@@ -25,9 +25,9 @@ from langchain_core.outputs import ChatGenerationChunk
 from supervisor_graph import Agent, Memory
 from supervisor_graph.guardrails import PII_KINDS, GuardContext, Guardrail, allow, detect_pii, guardrail, pii, redact
 from supervisor_graph.guardrails.detectors import hold_from
-from supervisor_graph.nodes.guard_boundaries import Crossing
-from supervisor_graph.nodes.guard_stream import StreamWindows
-from supervisor_graph.nodes.guards import check_boundary
+from supervisor_graph.nodes.guards.boundaries import Crossing
+from supervisor_graph.nodes.guards.core import check_boundary
+from supervisor_graph.nodes.guards.stream import StreamWindows
 from supervisor_graph.testing import ScriptedChatModel, delegate
 
 VALUES: dict[str, list[str]] = {
@@ -279,7 +279,7 @@ async def test_every_kind_end_to_end_with_a_stored_thread() -> None:
 
 
 async def test_a_subagent_streams_its_answer_through_its_guard() -> None:
-    """A leaf subagent's answer goes through the same windows (nodes/direct.py): the
+    """A leaf subagent's answer goes through the same windows (nodes/turn/leaf.py): the
     stream, the supervisor's model and the supervisor's stored thread get it redacted
     (before the fix the delegation's result held the address from the 8th offset on)."""
     memory = Memory(":memory:")

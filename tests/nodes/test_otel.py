@@ -126,7 +126,7 @@ def test_spans_reach_a_real_otlp_http_collector(collector: str) -> None:
 
 def test_without_a_tracer_provider_no_handler_is_attached() -> None:
     code = (
-        "from supervisor_graph.nodes.otel import span_handler\n"
+        "from supervisor_graph.nodes.observability.otel import span_handler\n"
         "from supervisor_graph import Agent\n"
         "from supervisor_graph.testing import ScriptedChatModel\n"
         "graph = Agent(id='a', model=ScriptedChatModel(responses=['x'])).compile()\n"

@@ -17,8 +17,8 @@ from pydantic import PrivateAttr
 from supervisor_graph import Agent, Budget, Usage
 from supervisor_graph.agui import AGUIAgent
 from supervisor_graph.guardrails import GuardContext, allow, block, guardrail, retry
-from supervisor_graph.nodes.budget import open_budget
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.steps.budget import open_budget
 from supervisor_graph.testing import ScriptedChatModel, delegate
 from tests.agui.conftest import collect, make_input, wire
 

@@ -20,8 +20,8 @@ from langchain_core.messages import ToolMessage
 from pydantic import PydanticUserError, TypeAdapter
 
 from supervisor_graph import Agent
-from supervisor_graph.nodes.structured_output import FINAL_ANSWER_TOOL, output_schema_of
-from supervisor_graph.nodes.typed_dicts import as_pydantic_typeddict
+from supervisor_graph.nodes.steps.structured_output import FINAL_ANSWER_TOOL, output_schema_of
+from supervisor_graph.nodes.steps.typed_dicts import as_pydantic_typeddict
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 

@@ -12,7 +12,7 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
 
 from supervisor_graph import Agent, Memory
-from supervisor_graph.nodes.working_memory import DEFAULT_TEMPLATE, WORKING_MEMORY_NAMESPACE, WorkingMemoryError
+from supervisor_graph.nodes.steps.working_memory import DEFAULT_TEMPLATE, WORKING_MEMORY_NAMESPACE, WorkingMemoryError
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from supervisor_graph import Agent, Memory
-from supervisor_graph.nodes.compaction import SUMMARY_KWARG
+from supervisor_graph.nodes.steps.compaction import SUMMARY_KWARG
 from supervisor_graph.testing import ScriptedChatModel, tool_call
 
 THREAD = "compaction-crash"

@@ -29,7 +29,7 @@ from langchain_core.messages import ToolMessage  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
 from supervisor_graph import A2AAgent, AbortController, Agent, Memory  # noqa: E402
-from supervisor_graph.nodes import a2a as a2a_node  # noqa: E402
+from supervisor_graph.nodes.remote import a2a as a2a_node  # noqa: E402
 from supervisor_graph.testing import ScriptedChatModel, delegate  # noqa: E402
 
 

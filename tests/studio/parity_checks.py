@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from supervisor_graph.nodes.tools import ABORTED_TOOL_TEXT
+from supervisor_graph.nodes.turn.tools import ABORTED_TOOL_TEXT
 
 ROOT = Path(__file__).resolve().parents[2]
 

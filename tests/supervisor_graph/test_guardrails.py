@@ -68,7 +68,7 @@ def spans() -> Iterator[Any]:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from supervisor_graph.nodes import otel
+    from supervisor_graph.nodes.observability import otel
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

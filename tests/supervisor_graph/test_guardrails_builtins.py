@@ -28,7 +28,7 @@ from supervisor_graph.guardrails import (
     prompt_injection,
     topic,
 )
-from supervisor_graph.nodes.guards import check_boundary
+from supervisor_graph.nodes.guards.core import check_boundary
 from supervisor_graph.testing import ScriptedChatModel, tool_call
 from tests.openai_server import USAGE, FakeOpenAI
 

@@ -47,7 +47,7 @@ def test_the_wheel_holds_one_import_name(tmp_path: Path) -> None:
     [wheel] = tmp_path.glob("supervisor_graph-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"supervisor_graph"}
-    for module in ("nodes/state.py", "nodes/delegation.py", "checkpointers/urls.py", "checkpointers/compat.py"):
+    for module in ("nodes/state.py", "nodes/delegation/control.py", "checkpointers/urls.py", "checkpointers/compat.py"):
         assert f"supervisor_graph/{module}" in names
 
 

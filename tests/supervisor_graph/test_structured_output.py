@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from supervisor_graph import Agent, Memory
-from supervisor_graph.nodes.structured_output import FINAL_ANSWER_TOOL, StructuredOutputError
+from supervisor_graph.nodes.steps.structured_output import FINAL_ANSWER_TOOL, StructuredOutputError
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 from supervisor_graph.testing.anthropic_server import FakeAnthropic, is_tool_result
 from tests.openai_server import FakeOpenAI

@@ -181,7 +181,7 @@ async def test_delegations_appear_as_custom_events_in_astream_events() -> None:
 
 
 async def test_a_run_without_listeners_dispatches_no_custom_event(monkeypatch: pytest.MonkeyPatch) -> None:
-    import supervisor_graph.nodes.tracing as tracing
+    import supervisor_graph.nodes.observability.tracing as tracing
 
     sent: list[str] = []
 

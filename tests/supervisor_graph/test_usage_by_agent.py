@@ -109,7 +109,7 @@ async def test_parallel_delegations() -> None:
 
 def depth_three() -> Agent:
     """parent-agent -> research-agent -> fact-checker: the middle agent runs as a graph of
-    its own, the leaf inside its parent's node (nodes/direct.py), so both paths report."""
+    its own, the leaf inside its parent's node (nodes/turn/leaf.py), so both paths report."""
     fact_checker = Agent(id="fact-checker", description="Checks.", model=model(input_tokens=1, output_tokens=1, policy=lambda m: "ok"))
     research = Agent(
         id="research-agent",

@@ -1,0 +1,131 @@
+"""The step protocol: what a capability of an agent's turn may hook into (SPEC §32).
+
+Shaped like LangChain v1's `AgentMiddleware` (`langchain.agents.middleware`), so that a
+later release can run LangChain's middleware as steps unchanged: `awrap_model_call` and
+`awrap_tool_call` wrap the call with a `handler` that makes it (a step may change the
+request, call the handler, retry it, or answer without it), `abefore_model` /
+`aafter_model` run beside it, `state_keys` are the state channels the step brings and
+`tools` the tool schemas it offers the model.
+
+The compiler builds an agent's steps once (`AgentSpec.steps`); the turn
+(`nodes/turn/model_call.py`) composes the ones that wrap the model call, outermost
+first. A step that does not override a hook costs nothing there, and an agent with no
+optional capability has no steps at all: its model call is the bare handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+__all__ = ["NO_STEPS", "ModelHandler", "ModelRequest", "Step", "Steps"]
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """One model call of a turn as its steps see it: LangChain's `ModelRequest` fields
+    (the bound `model`, the `system` prompt, the conversation `messages`, the node's
+    `state`), the parent's read-only `context` the call shows before the conversation,
+    and what the turn hands its steps: the node's `config`, the run's `handle` and its
+    event `emit`ter. `updates` collects the state keys steps write with this turn, and
+    `spent` the usage of model calls steps made for it (a summary), which budgets
+    count; both are shared by every copy `override` makes."""
+
+    model: Any
+    system: str
+    messages: Sequence[BaseMessage]
+    context: Sequence[BaseMessage]
+    state: Mapping[str, Any]
+    config: RunnableConfig
+    handle: Any
+    emit: Any
+    updates: dict[str, Any] = field(default_factory=dict)
+    spent: list[Any] = field(default_factory=list)
+
+    def override(self, **changes: Any) -> ModelRequest:
+        """A copy with `changes` (LangChain's `ModelRequest.override`)."""
+        return replace(self, **changes)
+
+
+ModelHandler = Callable[[ModelRequest], Awaitable[Any]]
+
+
+class Step:
+    """A capability of the turn. Override only the hooks the capability needs."""
+
+    name: str = ""
+    # state channel -> its annotation (a reducer with `Annotated`), added to the agent's state
+    state_keys: Mapping[str, Any] = {}
+    # tool schemas (or `BaseTool`s) this step offers the model
+    tools: Sequence[Any] = ()
+
+    async def abefore_model(self, request: ModelRequest) -> None:
+        """Before each model call, after the turn decided to call the model."""
+
+    async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
+        """Around each model call: `await handler(request)` makes it."""
+        return await handler(request)
+
+    async def aafter_model(self, request: ModelRequest, response: Any) -> None:
+        """After each model call, with what it answered."""
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Around each tool call of the turn: `await handler(request)` runs it."""
+        return await handler(request)
+
+
+def _overrides(step: Step, hook: str) -> bool:
+    return getattr(type(step), hook) is not getattr(Step, hook)
+
+
+@dataclass(frozen=True, slots=True)
+class Steps:
+    """An agent's steps, in declaration order, with the ones using each hook picked out
+    once (at compile time), so a turn never asks a step for a hook it lacks."""
+
+    all: tuple[Step, ...] = ()
+    before_model: tuple[Step, ...] = ()
+    wrap_model_call: tuple[Step, ...] = ()
+    after_model: tuple[Step, ...] = ()
+    wrap_tool_call: tuple[Step, ...] = ()
+
+    @classmethod
+    def of(cls, steps: Sequence[Step]) -> Steps:
+        if not steps:
+            return NO_STEPS
+        picked = {hook: tuple(s for s in steps if _overrides(s, f"a{hook}")) for hook in _HOOKS}
+        return cls(all=tuple(steps), **picked)
+
+    @property
+    def state_keys(self) -> dict[str, Any]:
+        """Every state channel the steps bring."""
+        return {key: kind for step in self.all for key, kind in step.state_keys.items()}
+
+    async def call_model(self, request: ModelRequest, innermost: ModelHandler) -> Any:
+        """`innermost(request)` with the steps around it: each `abefore_model`, then the
+        call wrapped by each `awrap_model_call` (the first step outermost, LangChain's
+        order), then each `aafter_model`."""
+        for step in self.before_model:
+            await step.abefore_model(request)
+        handler = innermost
+        for step in reversed(self.wrap_model_call):
+            handler = _bind(step, handler)
+        response = await handler(request)
+        for step in self.after_model:
+            await step.aafter_model(request, response)
+        return response
+
+
+_HOOKS = ("before_model", "wrap_model_call", "after_model", "wrap_tool_call")
+NO_STEPS = Steps()
+
+
+def _bind(step: Step, handler: ModelHandler) -> ModelHandler:
+    async def call(request: ModelRequest) -> Any:
+        return await step.awrap_model_call(request, handler)
+
+    return call
