@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-__all__ = ["NO_STEPS", "ModelHandler", "ModelRequest", "Step", "Steps"]
+__all__ = ["NO_STEPS", "ModelHandler", "ModelRequest", "Step", "Steps", "ToolHandler", "ToolRequest"]
 
 
 @dataclass(slots=True)
@@ -54,6 +54,26 @@ class ModelRequest:
 ModelHandler = Callable[[ModelRequest], Awaitable[Any]]
 
 
+@dataclass(slots=True)
+class ToolRequest:
+    """One of the agent's own tool calls as its steps see it, once it may run (approved,
+    its arguments guarded): LangGraph's `ToolCallRequest` fields (`tool_call`, `tool`,
+    `runtime`), and the node's `config` and the run's `handle`. The handler answers
+    with what the tool returned (a `ToolMessage`, or its output)."""
+
+    tool_call: Any
+    tool: Any
+    runtime: Any
+    config: RunnableConfig
+    handle: Any
+
+    def override(self, **changes: Any) -> ToolRequest:
+        return replace(self, **changes)
+
+
+ToolHandler = Callable[[ToolRequest], Awaitable[Any]]
+
+
 class Step:
     """A capability of the turn. Override only the hooks the capability needs."""
 
@@ -73,7 +93,7 @@ class Step:
     async def aafter_model(self, request: ModelRequest, response: Any) -> None:
         """After each model call, with what it answered."""
 
-    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def awrap_tool_call(self, request: ToolRequest, handler: ToolHandler) -> Any:
         """Around each tool call of the turn: `await handler(request)` runs it."""
         return await handler(request)
 
@@ -120,6 +140,14 @@ class Steps:
         return response
 
 
+    async def call_tool(self, request: ToolRequest, innermost: ToolHandler) -> Any:
+        """`innermost(request)` wrapped by each step's `awrap_tool_call`, the first outermost."""
+        handler = innermost
+        for step in reversed(self.wrap_tool_call):
+            handler = _bind_tool(step, handler)
+        return await handler(request)
+
+
 _HOOKS = ("before_model", "wrap_model_call", "after_model", "wrap_tool_call")
 NO_STEPS = Steps()
 
@@ -127,5 +155,12 @@ NO_STEPS = Steps()
 def _bind(step: Step, handler: ModelHandler) -> ModelHandler:
     async def call(request: ModelRequest) -> Any:
         return await step.awrap_model_call(request, handler)
+
+    return call
+
+
+def _bind_tool(step: Step, handler: ToolHandler) -> ToolHandler:
+    async def call(request: ToolRequest) -> Any:
+        return await step.awrap_tool_call(request, handler)
 
     return call

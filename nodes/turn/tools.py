@@ -43,6 +43,7 @@ from supervisor_graph.nodes.steps.decisions import (
     edited_result,
     parse_decision,
 )
+from supervisor_graph.nodes.steps.protocol import ToolRequest
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, TOOLS_NODE, error_result, last_turn
 
 __all__ = [
@@ -278,7 +279,7 @@ async def run_tool_call(
         }
         token = _current_call.set(current)
         try:
-            output = await tool.ainvoke({**call, "type": "tool_call"}, config)
+            output = await spec.steps.call_tool(ToolRequest(call, tool, runtime, config, handle), _execute)
         except GraphBubbleUp:
             raise
         except _SuspendCancelled:
@@ -302,6 +303,10 @@ async def run_tool_call(
         kind = "tool-error" if result.status == "error" else "tool-result"
         emit(kind, {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "result": result.content})
     return ToolRun(result, bail, answers)
+
+
+async def _execute(request: ToolRequest) -> Any:
+    return await request.tool.ainvoke({**request.tool_call, "type": "tool_call"}, request.config)
 
 
 def make_tools_node(spec: AgentSpec) -> Any:

@@ -1,0 +1,134 @@
+"""The step protocol (SPEC §32, nodes/steps/protocol.py): steps wrap the one model call
+of a turn, in the supervisor and in a leaf subagent's loop alike, first step
+outermost; they wrap each tool call; an agent without optional capabilities has no
+steps. The steps are put into a real compiled agent through the compiler's
+`steps_of`, as a capability of the library is."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
+
+from supervisor_graph import Agent
+from supervisor_graph.compiler import build
+from supervisor_graph.compiler.build import build_spec
+from supervisor_graph.nodes.steps.compaction import Compaction
+from supervisor_graph.nodes.steps.protocol import (
+    NO_STEPS,
+    ModelHandler,
+    ModelRequest,
+    Step,
+    Steps,
+    ToolHandler,
+    ToolRequest,
+)
+from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
+
+
+class Tag(Step):
+    """Adds a line to the system prompt and records the order it ran in."""
+
+    def __init__(self, label: str, seen: list[str]) -> None:
+        self.label, self.seen = label, seen
+
+    async def abefore_model(self, request: ModelRequest) -> None:
+        self.seen.append(f"before {self.label}")
+
+    async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
+        self.seen.append(f"enter {self.label}")
+        out = await handler(request.override(system=f"{request.system}\n{self.label}"))
+        self.seen.append(f"leave {self.label}")
+        return out
+
+    async def aafter_model(self, request: ModelRequest, response: Any) -> None:
+        self.seen.append(f"after {self.label}: {response.content}")
+
+
+class OneToolLimit(Step):
+    """At most `limit` runs of `tool` per run; past that the model is told so and the
+    tool does not run (the example in docs/architecture.md)."""
+
+    def __init__(self, tool: str, limit: int) -> None:
+        self.tool, self.limit = tool, limit
+        self.runs: dict[str, int] = {}
+
+    async def awrap_tool_call(self, request: ToolRequest, handler: ToolHandler) -> Any:
+        if request.tool_call["name"] != self.tool:
+            return await handler(request)
+        used = self.runs.get(request.handle.run_id, 0)
+        if used >= self.limit:
+            return ToolMessage(
+                content=f"{self.tool} may run {self.limit} times a run", tool_call_id=request.tool_call["id"], status="error"
+            )
+        self.runs[request.handle.run_id] = used + 1
+        return await handler(request)
+
+
+@pytest.fixture
+def with_steps(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Compile agents with the given steps besides their own."""
+
+    def use(*steps: Step) -> None:
+        monkeypatch.setattr(build, "steps_of", lambda compactor: Steps.of(steps))
+
+    return use
+
+
+def system_of(call: Sequence[BaseMessage]) -> str:
+    assert isinstance(call[0], SystemMessage)
+    return str(call[0].content)
+
+
+async def test_an_agent_without_optional_capabilities_has_no_steps() -> None:
+    assert build_spec(Agent(id="a", model=ScriptedChatModel())).steps is NO_STEPS
+    spec = build_spec(Agent(id="a", model=ScriptedChatModel(), compaction={"max_tokens": 1000}))
+    assert [type(s) for s in spec.steps.all] == [Compaction] and spec.steps.wrap_model_call == spec.steps.all
+    assert spec.steps.before_model == spec.steps.wrap_tool_call == () and "compaction" in spec.steps.state_keys
+
+
+async def test_steps_wrap_the_supervisors_model_call_first_outermost(with_steps: Any) -> None:
+    seen: list[str] = []
+    with_steps(Tag("one", seen), Tag("two", seen))
+    model = ScriptedChatModel(responses=["hi"])
+    result = await Agent(id="a", instructions="Be brief.", model=model).generate("hello")
+    assert result.text == "hi"
+    assert system_of(model.calls[0]) == "Be brief.\none\ntwo"
+    assert seen == ["before one", "before two", "enter one", "enter two", "leave two", "leave one", "after one: hi", "after two: hi"]
+
+
+async def test_steps_wrap_a_leaf_subagents_model_calls_in_its_loop(with_steps: Any) -> None:
+    seen: list[str] = []
+    with_steps(Tag("x", seen))
+
+    def lookup(q: str) -> str:
+        """Looks something up."""
+        return "found"
+
+    worker_model = ScriptedChatModel(responses=[tool_call("lookup", {"q": "a"}), "facts"])
+    worker = Agent(id="worker", description="Works.", model=worker_model, tools=[lookup])
+    boss = Agent(id="boss", model=ScriptedChatModel(responses=[delegate("worker", "go"), "done"]), agents={"worker": worker})
+    result = await boss.generate("hi")
+    assert result.text == "done"
+    # each of the worker's two model calls, inside the delegation node, went through the step
+    assert [system_of(call) for call in worker_model.calls] == ["\nx", "\nx"]
+    assert seen.count("enter x") == 4  # the boss's two calls and the worker's two
+
+
+async def test_a_tool_step_answers_instead_of_the_tool_past_its_limit(with_steps: Any) -> None:
+    runs: list[str] = []
+
+    def search(q: str) -> str:
+        """Searches."""
+        runs.append(q)
+        return f"results for {q}"
+
+    with_steps(OneToolLimit("search", 2))
+    calls = [tool_call("search", {"q": q}) for q in "abc"]
+    model = ScriptedChatModel(responses=[*calls, "done"])
+    result = await Agent(id="a", model=model, tools=[search]).generate("go")
+    assert result.text == "done" and runs == ["a", "b"]
+    answers = [str(m.content) for m in result.messages if isinstance(m, ToolMessage)]
+    assert answers == ["results for a", "results for b", "search may run 2 times a run"]
