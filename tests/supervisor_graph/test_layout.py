@@ -226,3 +226,12 @@ def test_every_package_says_what_it_holds_and_may_import() -> None:
         if not any(word in doc.lower() for word in ("imports ", "import nothing", "imports nothing")):
             silent.append(module)
     assert silent == []
+
+
+def test_nodes_is_rooms_by_concern_with_few_modules_at_its_top() -> None:
+    """SPEC §32: the room of a behaviour is found from folder names, so at most six
+    modules sit directly in `nodes/` (the ones every room shares)."""
+    top = sorted(p.name for p in (ROOT / "nodes").glob("*.py"))
+    assert len(top) <= 6, top
+    rooms = sorted(p.name for p in (ROOT / "nodes").iterdir() if (p / "__init__.py").is_file())
+    assert {"turn", "steps", "guards", "delegation"} <= set(rooms), rooms
