@@ -153,160 +153,198 @@ async def _update_memory(
 
 def make_supervisor_node(spec: AgentSpec) -> Any:
     async def supervisor(state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
+        return await _Step(spec, state, config, runtime).run()
+
+    return supervisor
+
+
+class _Step:
+    """One step of the supervisor node: decide whether the model is called at all
+    (`_gate`), call it through the turn's one model call with the guards around it
+    (`_answer`), then settle what it answered and route (`_settle`)."""
+
+    def __init__(self, spec: AgentSpec, state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> None:
+        self.spec, self.state, self.config, self.runtime = spec, state, config, runtime
+        self.messages: Sequence[BaseMessage] = state.get("messages") or []
+        # feedback a hook left for the model: shown with this step, stored with its update
+        self.pending = [feedback_message(text, "hook") for text in state.get("feedback") or []]
+        self.consumed: dict[str, Any] = {"feedback": Overwrite([])} if self.pending else {}
+        self.iteration = 0
+        self.wrote: dict[str, Any] = {}  # state keys the agent's steps write with this turn
+        self.answers: list[Any] = []  # what the model answered this step: a guard may keep it out of the thread
+
+    async def run(self) -> Any:
+        early = await self._gate()
+        if early is not _GO:
+            return early
+        return await self._answer()
+
+    def _end(self, reason: str) -> Command[Any]:
+        return Command(update={**end_update(self.state, reason, self.pending), **self.consumed}, goto=END)
+
+    async def _gate(self) -> Any:
+        """What ends or diverts the step before any model call, else `_GO`."""
+        spec, state, messages, runtime = self.spec, self.state, self.messages, self.runtime
         ctx = runtime.context if runtime is not None else None
         if isinstance(ctx, RunContext) and ctx.background_task and spec.background is not None:
             return server_task_start(ctx.background_task)  # this run is a background task a server hosts
-        messages = state.get("messages") or []
         if results_pending(messages, spec.client_tools):
             return None  # a longer parallel branch will bring the last result
-        pending = [feedback_message(text, "hook") for text in state.get("feedback") or []]
-        consumed: dict[str, Any] = {"feedback": Overwrite([])} if pending else {}
         if state.get("bail"):
-            return Command(update={**end_update(state, "bail", pending), **consumed}, goto=END)
-        opts, handle = run_scope(spec, config, runtime)
-        opts = await with_version(spec, opts, handle, runtime)
+            return self._end("bail")
+        opts, handle = run_scope(spec, self.config, runtime)
+        self.opts, self.handle = await with_version(spec, opts, handle, runtime), handle
         if spec.guarded and (trip := tool_trip(messages)) is not None:  # a guard blocked a tool of the last turn
-            return tripwire_end(state, messages, trip, handle, consumed)
+            return tripwire_end(state, messages, trip, handle, self.consumed)
         if spec.guarded and (held := state.get("guard_held")):  # an answer a guard escalated
-            emit = Emitter(runtime, handle)
-            settled = await settle_held(state, opts, handle, config, emit, messages, held, consumed)
-            step = iteration_of_run(messages, free_updates(spec, opts)) + 1
-            if (settled.update or {}).get("tripwire"):  # declined: the answer never reaches the thread
-                dropped(handle, emit, [held["message"]], step)
-            elif isinstance(held["message"], AIMessage):  # approved: its call ends here, for AG-UI's usage
-                emit("step-finish", step_finish(held["message"], step))
-            return settled
+            return await self._settle_held(held)
         if handle.abort_signal is not None and handle.abort_signal.is_set():
-            return Command(update={**end_update(state, "abort", pending), **consumed}, goto=END)
+            return self._end("abort")
         if spec.client_tools and unanswered(messages):
-            # only client tools are left: the caller answers them on the next call
-            return Command(update={**end_update(state, "tool-calls", pending), **consumed}, goto=END)
-        iteration = iteration_of_run(messages, free_updates(spec, opts))
+            return self._end("tool-calls")  # only client tools are left: the caller answers them on the next call
+        self.iteration = iteration = iteration_of_run(messages, free_updates(spec, self.opts))
         if iteration == 0:
             closed = left_open(messages, ABORTED_TOOL_TEXT, spec.client_tools)
             if closed:  # a run cancelled from outside left calls open: close them first
                 return Command(update={"messages": closed}, goto=SUPERVISOR_NODE)
         stop_at = state.get("stop_at")
-        if iteration >= opts.max_steps or (stop_at is not None and iteration >= stop_at):
-            reason = "max_steps" if stop_at is None else "stop"
-            return Command(update={**end_update(state, reason, pending), **consumed}, goto=END)
+        if iteration >= self.opts.max_steps or (stop_at is not None and iteration >= stop_at):
+            return self._end("max_steps" if stop_at is None else "stop")
         if over_budget(handle.budget):  # a budget is used up: stop before the model call (SPEC §25)
-            return Command(update={**end_update(state, "budget", pending), **consumed}, goto=END)
+            return self._end("budget")
+        return _GO
 
-        emit = Emitter(runtime, handle)
-        emit("step-start", {"iteration": iteration + 1})
-        override = handle.override
+    async def _settle_held(self, held: dict[str, Any]) -> Any:
+        emit = Emitter(self.runtime, self.handle)
+        settled = await settle_held(self.state, self.opts, self.handle, self.config, emit, self.messages, held, self.consumed)
+        step = iteration_of_run(self.messages, free_updates(self.spec, self.opts)) + 1
+        if (settled.update or {}).get("tripwire"):  # declined: the answer never reaches the thread
+            dropped(self.handle, emit, [held["message"]], step)
+        elif isinstance(held["message"], AIMessage):  # approved: its call ends here, for AG-UI's usage
+            emit("step-finish", step_finish(held["message"], step))
+        return settled
+
+    async def _answer(self) -> Command[Any]:
+        """The model's answer through the guards (SPEC §30), then `_settle`."""
+        spec, handle, opts = self.spec, self.handle, self.opts
+        self.emit = emit = Emitter(self.runtime, handle)
+        emit("step-start", {"iteration": self.iteration + 1})
         refs = opts.delegation.enable_result_references or bool(spec.preview_tokens)  # a preview names its ref
-        schema = opts.output_schema or spec.output_schema
-        model = await spec.resolve_model(handle.request_context, refs, override, schema)
-        system = await spec.resolve_instructions(handle.request_context, override)
-        memory_value: Any = None
+        self.schema = opts.output_schema or spec.output_schema
+        self.model = await spec.resolve_model(handle.request_context, refs, handle.override, self.schema)
+        system = await spec.resolve_instructions(handle.request_context, handle.override)
+        self.memory_value: Any = None
         if spec.working_memory is not None:
-            memory_value = await read_value(spec.working_memory, spec.agent_id, state, runtime.store, handle)
-            section = spec.working_memory.render(memory_value)
+            self.memory_value = await read_value(spec.working_memory, spec.agent_id, self.state, self.runtime.store, handle)
+            section = spec.working_memory.render(self.memory_value)
             system = f"{system}\n\n{section}" if system else section
-        system = budget_notice(handle.budget, system)  # a budget at 80%: one line, this call only
-        history = [*messages, *pending] if pending else messages
-        wrote: dict[str, Any] = {}  # state keys the agent's steps write with this turn
-        answers: list[Any] = []  # what the model answered this step: a guard may keep it out of the thread
+        self.system = budget_notice(handle.budget, system)  # a budget at 80%: one line, this call only
+        history = [*self.messages, *self.pending] if self.pending else self.messages
+        if not spec.guarded:
+            return await self._settle(await self._invoke(history), [])
+        turn = await guarded_turn(spec, self._invoke, list(history), handle, self.config, emit)
+        if turn.tripwire is not None or turn.response is None:
+            dropped(handle, emit, self.answers, self.iteration + 1)  # a parallel input guard may trip after the answer
+        if turn.tripwire is not None:
+            return tripwire_end(self.state, self.messages, turn.tripwire, handle, self.consumed)
+        if turn.response is None:  # sent back: the model answers again, its answer unstored
+            update = {"messages": [*turn.stored, *self.pending, turn.feedback], **self.consumed}
+            return Command(update=update, goto=SUPERVISOR_NODE)
+        if turn.held is not None:  # escalated: held out of the thread until a person decides
+            held = {"message": turn.response, "guard": list(turn.held), "stored": turn.stored}
+            update = {"guard_held": held, "messages": [*turn.stored, *self.pending], **self.consumed}
+            return Command(update=update, goto=SUPERVISOR_NODE)
+        return await self._settle(turn.response, turn.stored)
 
-        async def invoke(history: Sequence[BaseMessage], streamed: bool = False, send: bool = False) -> Any:
-            request = ModelRequest(model, system, history, handle.context_messages, state, config, handle, emit)
-            try:
-                out = await call_model(spec, request, quiet_answer=bool(spec.guarded), streamed=streamed, send=send)
-            finally:
-                wrote.update(request.updates)
-                for usage in request.spent:  # a summary's tokens count against budgets too
-                    spend(handle.budget, usage)
-            answers.append(out[0] if streamed else out)
-            return out
+    async def _invoke(self, history: Sequence[BaseMessage], streamed: bool = False, send: bool = False) -> Any:
+        handle = self.handle
+        request = ModelRequest(self.model, self.system, history, handle.context_messages, self.state, self.config, handle, self.emit)
+        try:
+            out = await call_model(self.spec, request, quiet_answer=bool(self.spec.guarded), streamed=streamed, send=send)
+        finally:
+            self.wrote.update(request.updates)
+            for usage in request.spent:  # a summary's tokens count against budgets too
+                spend(handle.budget, usage)
+        self.answers.append(out[0] if streamed else out)
+        return out
 
-        guarded: list[BaseMessage] = []  # a redacted input, stored with the turn
-        if spec.guarded:  # input, then output guards around the call (SPEC §30)
-            turn = await guarded_turn(spec, invoke, list(history), handle, config, emit)
-            if turn.tripwire is not None or turn.response is None:
-                dropped(handle, emit, answers, iteration + 1)  # a parallel input guard may trip after the answer
-            if turn.tripwire is not None:
-                return tripwire_end(state, messages, turn.tripwire, handle, consumed)
-            if turn.response is None:  # sent back: the model answers again, its answer unstored
-                return Command(update={"messages": [*turn.stored, *pending, turn.feedback], **consumed}, goto=SUPERVISOR_NODE)
-            response, guarded = turn.response, turn.stored
-            if turn.held is not None:  # escalated: held out of the thread until a person decides
-                held = {"message": response, "guard": list(turn.held), "stored": guarded}
-                return Command(update={"guard_held": held, "messages": [*guarded, *pending], **consumed}, goto=SUPERVISOR_NODE)
-        else:
-            response = await invoke(history)
+    async def _settle(self, response: Any, guarded: list[BaseMessage]) -> Command[Any]:
+        """What the model answered, made safe and counted, its control and memory calls
+        answered here, announced, then routed (`guarded`: a redacted input to store)."""
+        spec, state, handle = self.spec, self.state, self.handle
         if not isinstance(response, AIMessage):
             raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
         spend(handle.budget, response.usage_metadata)
         response, errors = repair_calls(response)
         if spec.background is not None and any(c["name"] in CONTROL_TOOLS for c in response.tool_calls):
-            control = [c for c in response.tool_calls if c["name"] in CONTROL_TOOLS]
-            tasks: Mapping[str, Any] = state.get("background_tasks") or {}  # type: ignore[assignment]
-            host = handle.background
-            if host is None and spec.server_host_for is not None:
-                server = spec.server_host_for(config)  # the server hosts the tasks of this thread
-                host = server.control(handle.thread_id or "", dict(tasks)) if server is not None else None
-            launching = [
-                c["name"]
-                for c in response.tool_calls
-                if (key := spec.delegation_tools.get(c["name"])) is not None and spec.background.for_key(key) is not None
-            ]
-            errors.extend(await answer_control_calls(control, host, tasks, launching))
+            errors.extend(await _control_calls(spec, state, self.config, handle, response))
         memory_update: dict[str, Any] = {}
         updates: list[tuple[ToolMessage, Any]] = []
         if spec.working_memory is not None and any(c["name"] == WORKING_MEMORY_TOOL for c in response.tool_calls):
-            updates, memory_update = await _update_memory(spec, state, runtime, handle, response, memory_value)
+            updates, memory_update = await _update_memory(spec, state, self.runtime, handle, response, self.memory_value)
             errors.extend(result for result, _ in updates)
-
-        if emit.active:
-            for call in response.tool_calls:
-                payload: dict[str, Any] = {
-                    "tool_call_id": call["id"],
-                    "tool_name": call["name"],
-                    "args": call["args"],
-                    "message_id": response.id,
-                }
-                if updates and call["name"] == WORKING_MEMORY_TOOL:
-                    payload["working_memory"] = True  # an update, not a tool a client shows
-                emit("tool-call", payload)
-            emit("step-finish", step_finish(response, iteration + 1))
-        for result, value in updates:
-            if emit.active:
-                emit(
-                    "tool-error" if result.status == "error" else "tool-result",
-                    {
-                        "tool_call_id": result.tool_call_id,
-                        "tool_name": WORKING_MEMORY_TOOL,
-                        "result": result.content,
-                        # the new value, for the AG-UI bridge's shared state
-                        "working_memory": {"scope": spec.working_memory.scope, "value": value}  # type: ignore[union-attr]
-                        if result.status != "error"
-                        else None,
-                    },
-                )
+        _announce(spec, self.emit, response, self.iteration + 1, updates)
         if spec.working_memory is not None and is_update_turn(response):
             # not an iteration: no hook, no dispatch, straight back to the model
             command: Command[Any] = Command(update={"messages": [response, *errors]}, goto=SUPERVISOR_NODE)
-        elif schema is not None:
-            command = _structured_turn(spec, opts, handle, state, response, errors, schema)
+        elif self.schema is not None:
+            command = _structured_turn(spec, self.opts, handle, state, response, errors, self.schema)
         else:
-            command = route_turn(spec, opts, handle, state, response, errors)
-        if iteration == 0 and (state.get("structured_response") is not None or state.get("structured_output_error")):
-            command.update.setdefault("structured_response", None)  # type: ignore[union-attr]
-            command.update.setdefault("structured_output_error", None)  # type: ignore[union-attr]
-        if memory_update:
-            command.update.update(memory_update)  # type: ignore[union-attr]
-        if wrote:
-            command.update.update(wrote)  # type: ignore[union-attr]
-        if pending:
-            command.update["messages"] = [*pending, *command.update["messages"]]  # type: ignore[index]
-            command.update.update(consumed)  # type: ignore[union-attr]
+            command = route_turn(spec, self.opts, handle, state, response, errors)
+        update: dict[str, Any] = command.update  # type: ignore[assignment]
+        if self.iteration == 0 and (state.get("structured_response") is not None or state.get("structured_output_error")):
+            update.setdefault("structured_response", None)
+            update.setdefault("structured_output_error", None)
+        update.update(memory_update)
+        update.update(self.wrote)
+        if self.pending:
+            update["messages"] = [*self.pending, *update["messages"]]
+            update.update(self.consumed)
         if guarded:
-            command.update["messages"] = [*guarded, *command.update["messages"]]  # type: ignore[index]
+            update["messages"] = [*guarded, *update["messages"]]
         return command
 
-    return supervisor
+
+_GO = object()  # `_Step._gate`: nothing stops the step, call the model
+
+
+async def _control_calls(
+    spec: AgentSpec, state: SupervisorState, config: RunnableConfig, handle: RunHandle, response: AIMessage
+) -> list[ToolMessage]:
+    """The answers to the turn's background-task control calls (SPEC §12), made here."""
+    assert spec.background is not None
+    control = [c for c in response.tool_calls if c["name"] in CONTROL_TOOLS]
+    tasks: Mapping[str, Any] = state.get("background_tasks") or {}  # type: ignore[assignment]
+    host = handle.background
+    if host is None and spec.server_host_for is not None:
+        server = spec.server_host_for(config)  # the server hosts the tasks of this thread
+        host = server.control(handle.thread_id or "", dict(tasks)) if server is not None else None
+    launching = [
+        c["name"]
+        for c in response.tool_calls
+        if (key := spec.delegation_tools.get(c["name"])) is not None and spec.background.for_key(key) is not None
+    ]
+    return await answer_control_calls(control, host, tasks, launching)
+
+
+def _announce(spec: AgentSpec, emit: Emitter, response: AIMessage, step: int, updates: list[tuple[ToolMessage, Any]]) -> None:
+    """The turn's tool calls and its end as events, then its working-memory updates'
+    results (with the new value, for the AG-UI bridge's shared state)."""
+    if not emit.active:
+        return
+    for call in response.tool_calls:
+        payload: dict[str, Any] = {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "message_id": response.id}
+        if updates and call["name"] == WORKING_MEMORY_TOOL:
+            payload["working_memory"] = True  # an update, not a tool a client shows
+        emit("tool-call", payload)
+    emit("step-finish", step_finish(response, step))
+    for result, value in updates:
+        ok = result.status != "error"
+        memory = {"scope": spec.working_memory.scope, "value": value} if ok else None  # type: ignore[union-attr]
+        emit(
+            "tool-result" if ok else "tool-error",
+            {"tool_call_id": result.tool_call_id, "tool_name": WORKING_MEMORY_TOOL, "result": result.content, "working_memory": memory},
+        )
 
 
 def server_task_start(task: Mapping[str, Any]) -> Command[Any]:
