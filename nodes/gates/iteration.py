@@ -24,8 +24,15 @@ from supervisor_graph.nodes.scope.lookup import run_scope
 from supervisor_graph.nodes.spec import AgentSpec, maybe_await
 from supervisor_graph.nodes.state import SupervisorState, feedback_message
 from supervisor_graph.nodes.text import text_of
-from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, after_answer, dispatch, last_turn
-from supervisor_graph.nodes.turn.supervisor import end_update, finish_reason_of, free_updates, iteration_of_run
+from supervisor_graph.nodes.turn.routing import (
+    SUPERVISOR_NODE,
+    after_answer,
+    dispatch,
+    end_update,
+    finish_reason_of,
+    last_turn,
+)
+from supervisor_graph.nodes.turn.supervisor import free_updates, iteration_of_run
 
 __all__ = ["STOPPED_TOOL_TEXT", "IterationContext", "IterationResult", "make_iteration_node", "stopped_result"]
 

@@ -67,11 +67,11 @@ from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.steps.budget import budget_notice, exceeded_result, over_budget, spend
 from supervisor_graph.nodes.steps.protocol import ModelRequest
 from supervisor_graph.nodes.steps.structured_output import retries_used, settle, stray_final_answers
-from supervisor_graph.nodes.steps.usage import step_finish, unless_dropped
+from supervisor_graph.nodes.steps.usage import unless_dropped
 from supervisor_graph.nodes.text import text_of
+from supervisor_graph.nodes.turn.answer import announce, repair_calls
 from supervisor_graph.nodes.turn.model_call import call_model
-from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, dispatch, unanswered
-from supervisor_graph.nodes.turn.supervisor import finish_reason_of, repair_calls
+from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, dispatch, finish_reason_of, unanswered
 from supervisor_graph.nodes.turn.tools import ToolRun, needs_approval, run_tool_call
 
 __all__ = ["AGENT_PATH_KEY", "NAMESPACE_KEY", "RESUME_NS_KEY", "can_run_directly", "run_directly"]
@@ -248,102 +248,126 @@ class _Loop:
         self.structured: dict[str, Any] = {}
         # an answer a guard escalated and a person let through: the next turn's response
         self.pending: AIMessage | None = None
+        self.model: Any = None  # resolved at the first model call, with its system prompt
+        self.system = ""
+        self.schema: Any = None
+        self.iteration = 0
 
     async def run(self) -> str | _Pause:
+        """Turns until the subagent answers or stops: its finish reason, or `_Pause`."""
         using_request_context(self.handle.request_context)
-        model: Any = None
-        system = ""
         # a re-run first answers, one by one in call order, the calls its journal left open
         sequential = bool(self.journal.messages)
         while True:
-            open_calls = [c for c in unanswered(self.history) if c["name"] not in self.spec.client_tools]
-            if open_calls:
-                paused, bail = await self._tools(open_calls, sequential)
-                if paused:
-                    return _Pause()
-                if bail:
-                    return "bail"
+            stop = await self._gate(sequential)
+            if stop is not None:
+                return stop
             sequential = False
-            if self.spec.guarded and await self._settle_held():
+            response = await self._answer()
+            if response is None:
+                continue  # sent back, or held for a person: the next turn sees to it
+            outcome = self._settle(response)
+            if outcome is not None:
+                return outcome
+
+    async def _gate(self, sequential: bool) -> str | _Pause | None:
+        """Run the open tool calls, settle what a guard held, and say why the loop
+        stops before the next model call, if it does."""
+        open_calls = [c for c in unanswered(self.history) if c["name"] not in self.spec.client_tools]
+        if open_calls:
+            paused, bail = await self._tools(open_calls, sequential)
+            if paused:
                 return _Pause()
-            if unanswered(self.history):
-                return "tool-calls"  # only client tools are left: the caller's to run
-            iteration = sum(isinstance(m, AIMessage) for m in self.history)
-            if iteration >= self.opts.max_steps:
-                return "max_steps"
-            if self.handle.abort_signal is not None and self.handle.abort_signal.is_set():
-                return "abort"
-            if over_budget(self.handle.budget):  # a budget is used up: stop before the model call (SPEC §25)
-                return "budget"
-            schema = self.opts.output_schema or self.spec.output_schema
-            if model is None:
-                model = await self.spec.resolve_model(self.handle.request_context, False, self.handle.override, schema)
-                system = await self.spec.resolve_instructions(self.handle.request_context, self.handle.override)
-            self.emit("step-start", {"iteration": iteration + 1})
-            guarded = "output" in self.spec.guarded  # its answer streams only once checked (SPEC §30)
-            windowed: Any = None
-            response: Any = self.pending
-            if response is not None:  # an answer a person let through: not asked again
-                guarded, self.pending = False, None
-                if text_of(response):
-                    self.emit("text-delta", {"text": text_of(response), "message_id": response.id})
-            else:
-                streamed = guarded and streams_output(self.spec)
-                request = ModelRequest(
-                    model, budget_notice(self.handle.budget, system), self.history, self.handle.context_messages,
-                    self.journal.kept, self.model_config, self.handle, self.emit,
-                )  # fmt: skip
-                try:
-                    response = await call_model(
-                        self.spec, request, quiet_answer=guarded, streamed=streamed,
-                        send=streamed and all(g.mode == "streaming" for g in guards_at(self.spec.guards, "output")),
-                        policy=self.spec.retry_policy,
-                    )  # fmt: skip
-                finally:
-                    self.journal.kept.update(request.updates)  # kept in the delegation thread with the journal
-                    for usage in request.spent:  # a summary's tokens count against budgets too
-                        spend(self.handle.budget, usage)
-                if streamed:
-                    response, windowed = response
-            if guarded:
-                checked = leaf_answer(self.spec, response, windowed, self.history, self.handle, self.config, self.emit)
-                response = await unless_dropped(checked, response, self.handle, self.emit, iteration + 1)
-                if response is None:
-                    continue  # sent back: the model answers again
-                if HELD_MARK in response.additional_kwargs:
-                    self.history.append(response)  # a person decides first (`_settle_held`)
-                    continue
-            if not isinstance(response, AIMessage):
-                raise TypeError(f"Agent {self.spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
-            spend(self.handle.budget, response.usage_metadata)
-            response, errors = repair_calls(response)
-            settled = None
-            if schema is not None:  # the answer validated, or sent back (SPEC §28)
-                errors.extend(stray_final_answers(response))
-                settled = settle(schema, response, retries_used(self.history, 0) < self.opts.output_retries)
-            if response.tool_calls and settled is None:
-                _, more = dispatch(self.spec, self.opts, self.handle, response, {e.tool_call_id for e in errors})
-                errors.extend(more)
-            if self.emit.active:
-                for call in response.tool_calls:
-                    self.emit(
-                        "tool-call",
-                        {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "message_id": response.id},
-                    )
-                self.emit("step-finish", step_finish(response, iteration + 1))
-            self.history.append(response)
-            self.history.extend(errors)
-            if settled is not None:
-                self.history.extend(settled.messages)
-                if settled.retry:
-                    continue
-                if settled.error is not None:
-                    self.structured = {"structured_output_error": settled.error.to_dict()}
-                    return "error"
-                self.structured = {"structured_response": settled.value}
-                return finish_reason_of(response) if not settled.messages else "stop"
-            if not response.tool_calls:
-                return finish_reason_of(response)
+            if bail:
+                return "bail"
+        if self.spec.guarded and await self._settle_held():
+            return _Pause()
+        if unanswered(self.history):
+            return "tool-calls"  # only client tools are left: the caller's to run
+        self.iteration = sum(isinstance(m, AIMessage) for m in self.history)
+        if self.iteration >= self.opts.max_steps:
+            return "max_steps"
+        if self.handle.abort_signal is not None and self.handle.abort_signal.is_set():
+            return "abort"
+        if over_budget(self.handle.budget):  # a budget is used up: stop before the model call (SPEC §25)
+            return "budget"
+        return None
+
+    async def _answer(self) -> AIMessage | None:
+        """The model's answer through the output guards (SPEC §30); None when a guard
+        sent it back or holds it for a person."""
+        handle, spec = self.handle, self.spec
+        self.schema = self.opts.output_schema or spec.output_schema
+        if self.model is None:
+            self.model = await spec.resolve_model(handle.request_context, False, handle.override, self.schema)
+            self.system = await spec.resolve_instructions(handle.request_context, handle.override)
+        self.emit("step-start", {"iteration": self.iteration + 1})
+        guarded = "output" in spec.guarded  # its answer streams only once checked
+        windowed: Any = None
+        response: Any = self.pending
+        if response is not None:  # an answer a person let through: not asked again
+            guarded, self.pending = False, None
+            if text_of(response):
+                self.emit("text-delta", {"text": text_of(response), "message_id": response.id})
+        else:
+            response, windowed = await self._call(guarded)
+        if guarded:
+            checked = leaf_answer(spec, response, windowed, self.history, handle, self.config, self.emit)
+            response = await unless_dropped(checked, response, handle, self.emit, self.iteration + 1)
+            if response is None:
+                return None  # sent back: the model answers again
+            if HELD_MARK in response.additional_kwargs:
+                self.history.append(response)  # a person decides first (`_settle_held`)
+                return None
+        if not isinstance(response, AIMessage):
+            raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
+        return response
+
+    async def _call(self, guarded: bool) -> tuple[Any, Any]:
+        """The turn's one model call (`nodes/turn/model_call.py`): (answer, what the
+        streaming output guards decided, if it streamed through them)."""
+        streamed = guarded and streams_output(self.spec)
+        request = ModelRequest(
+            self.model, budget_notice(self.handle.budget, self.system), self.history, self.handle.context_messages,
+            self.journal.kept, self.model_config, self.handle, self.emit,
+        )  # fmt: skip
+        try:
+            response = await call_model(
+                self.spec, request, quiet_answer=guarded, streamed=streamed,
+                send=streamed and all(g.mode == "streaming" for g in guards_at(self.spec.guards, "output")),
+                policy=self.spec.retry_policy,
+            )  # fmt: skip
+        finally:
+            self.journal.kept.update(request.updates)  # kept in the delegation thread with the journal
+            for usage in request.spent:  # a summary's tokens count against budgets too
+                spend(self.handle.budget, usage)
+        return response if streamed else (response, None)
+
+    def _settle(self, response: AIMessage) -> str | None:
+        """The answer made safe, counted, validated (SPEC §28) and announced; the finish
+        reason when the subagent is done, None when its tools run next."""
+        spend(self.handle.budget, response.usage_metadata)
+        response, errors = repair_calls(response)
+        settled = None
+        if self.schema is not None:  # the answer validated, or sent back
+            errors.extend(stray_final_answers(response))
+            settled = settle(self.schema, response, retries_used(self.history, 0) < self.opts.output_retries)
+        if response.tool_calls and settled is None:
+            _, more = dispatch(self.spec, self.opts, self.handle, response, {e.tool_call_id for e in errors})
+            errors.extend(more)
+        announce(self.emit, response, self.iteration + 1)
+        self.history.append(response)
+        self.history.extend(errors)
+        if settled is not None:
+            self.history.extend(settled.messages)
+            if settled.retry:
+                return None
+            if settled.error is not None:
+                self.structured = {"structured_output_error": settled.error.to_dict()}
+                return "error"
+            self.structured = {"structured_response": settled.value}
+            return finish_reason_of(response) if not settled.messages else "stop"
+        return None if response.tool_calls else finish_reason_of(response)
 
     async def _tools(self, calls: Sequence[ToolCall], sequential: bool) -> tuple[bool, bool]:
         """Run the turn's open calls (results appended in call order); returns (paused

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,14 +37,14 @@ from supervisor_graph.nodes.steps.working_memory import (
     update_result,
     write_value,
 )
-from supervisor_graph.nodes.turn.model_call import call_model, model_input
+from supervisor_graph.nodes.turn.answer import announce, repair_calls
+from supervisor_graph.nodes.turn.model_call import call_model
 from supervisor_graph.nodes.turn.routing import (
     ITERATION_NODE,
     SUPERVISOR_NODE,
     after_answer,
     dispatch,
     end_update,
-    error_result,
     finish_reason_of,
     left_open,
     results_pending,
@@ -54,17 +52,7 @@ from supervisor_graph.nodes.turn.routing import (
 )
 from supervisor_graph.nodes.turn.tools import ABORTED_TOOL_TEXT
 
-__all__ = [
-    "end_update",
-    "finish_reason_of",
-    "free_updates",
-    "iteration_of_run",
-    "make_supervisor_node",
-    "model_input",
-    "repair_calls",
-    "route_turn",
-    "step_finish",
-]
+__all__ = ["free_updates", "iteration_of_run", "make_supervisor_node", "route_turn"]
 
 log = logging.getLogger("supervisor_graph")
 
@@ -93,34 +81,6 @@ def free_updates(spec: AgentSpec, opts: RunOptions) -> int:
     enough for a model that updates before answering each time, few enough that one
     doing nothing else soon reaches `max_steps`."""
     return opts.max_steps + 2 if spec.working_memory is not None else 0
-
-
-def repair_calls(ai: AIMessage) -> tuple[AIMessage, list[ToolMessage]]:
-    """The turn's tool calls made safe to run, and error results for those that cannot.
-
-    Calls whose arguments were not valid JSON become regular calls with an error
-    result, so the model sees what went wrong and the transcript stays well formed.
-    Every call gets an id of its own: a model that repeats an id (or gives none) would
-    otherwise have two calls answer one id.
-    """
-    ids = [call["id"] for call in ai.tool_calls]
-    if not ai.invalid_tool_calls and all(ids) and len(set(ids)) == len(ids):
-        return ai, []  # the common turn: nothing to copy
-    calls: list[dict[str, Any]] = [dict(call) for call in ai.tool_calls]
-    details: dict[int, str] = {}
-    for bad in ai.invalid_tool_calls:
-        details[len(calls)] = bad.get("error") or f"arguments were not valid JSON: {json.dumps(bad.get('args'))[:200]}"
-        calls.append({"name": bad.get("name") or "unknown", "args": {}, "id": bad.get("id") or "", "type": "tool_call"})
-    seen: set[str] = set()
-    for call in calls:
-        base = call["id"] or f"call_{uuid.uuid4().hex[:24]}"
-        call["id"], n = base, 1
-        while call["id"] in seen:
-            n += 1
-            call["id"] = f"{base}-{n}"
-        seen.add(call["id"])
-    errors = [error_result(calls[i], f"malformed arguments for {calls[i]['name']}: {detail}") for i, detail in details.items()]
-    return ai.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []}), errors
 
 
 async def _update_memory(
@@ -328,16 +288,11 @@ async def _control_calls(
 
 
 def _announce(spec: AgentSpec, emit: Emitter, response: AIMessage, step: int, updates: list[tuple[ToolMessage, Any]]) -> None:
-    """The turn's tool calls and its end as events, then its working-memory updates'
-    results (with the new value, for the AG-UI bridge's shared state)."""
+    """The turn's events (`announce`), then its working-memory updates' results, with
+    the new value for the AG-UI bridge's shared state."""
     if not emit.active:
         return
-    for call in response.tool_calls:
-        payload: dict[str, Any] = {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "message_id": response.id}
-        if updates and call["name"] == WORKING_MEMORY_TOOL:
-            payload["working_memory"] = True  # an update, not a tool a client shows
-        emit("tool-call", payload)
-    emit("step-finish", step_finish(response, step))
+    announce(emit, response, step, memory_updates=bool(updates))
     for result, value in updates:
         ok = result.status != "error"
         memory = {"scope": spec.working_memory.scope, "value": value} if ok else None  # type: ignore[union-attr]
