@@ -5,6 +5,7 @@ approval as `input-required` then resumed, cancel, one context as one thread."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -23,6 +24,7 @@ from a2a.types import (
     StreamResponse,
     TaskState,
 )
+from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import HumanMessage, ToolMessage
 
 from supervisor_graph import Agent, Memory
@@ -30,6 +32,21 @@ from supervisor_graph.a2a import add_a2a_routes
 from supervisor_graph.agui import AGUIAgent, create_app
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 from tests.agui.conftest import ThreadServer, ask_tool, pay_tool
+
+# Set when the slow subagent's model call begins (on the server's thread): the run then
+# holds its context and has delegated, which a test waits for instead of a guessed sleep.
+SLOW_BEGAN = threading.Event()
+
+
+class _SlowBegan(AsyncCallbackHandler):
+    async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        SLOW_BEGAN.set()
+
+
+async def _until_slow_began(client: Any, task_id: str) -> None:
+    assert await asyncio.to_thread(SLOW_BEGAN.wait, 60), "the slow run never delegated"
+    got = await client.get_task(GetTaskRequest(id=task_id))
+    assert got.status.state == TaskState.TASK_STATE_WORKING
 
 
 def _boss(ledger: list[int]) -> Agent:
@@ -48,7 +65,9 @@ def _boss(ledger: list[int]) -> Agent:
         return f"Hello there, turn {len(said)}."
 
     slow = Agent(
-        id="research-agent", description="Finds facts.", model=ScriptedChatModel(policy=lambda m: "- fact", latency=30)
+        id="research-agent",
+        description="Finds facts.",
+        model=ScriptedChatModel(policy=lambda m: "- fact", latency=30, callbacks=[_SlowBegan()]),
     )
     return Agent(
         id="boss",
@@ -236,15 +255,11 @@ async def test_cancel_aborts_the_run_and_a_busy_context_fails(served: tuple[str,
     context = f"ctx-{uuid.uuid4()}"
     async with httpx.AsyncClient(timeout=30) as http:
         client = await _client(url, http, streaming=True)
+        SLOW_BEGAN.clear()
         stream = client.send_message(_request("slow one", context_id=context))
         first = await stream.__anext__()
         task_id = first.task.id
-        for _ in range(100):  # the run is working once its lease is taken
-            got = await client.get_task(GetTaskRequest(id=task_id))
-            if got.status.state == TaskState.TASK_STATE_WORKING:
-                break
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.3)
+        await _until_slow_began(client, task_id)
         other = await _client(url, http, streaming=False)
         busy = await _send(other, _request("hi", context_id=context))
         assert busy.status.state == TaskState.TASK_STATE_FAILED
@@ -346,14 +361,10 @@ async def test_message_metadata_on_busy_interrupts_the_running_task(served: tupl
     context = f"ctx-{uuid.uuid4()}"
     async with httpx.AsyncClient(timeout=30) as http:
         client = await _client(url, http, streaming=True)
+        SLOW_BEGAN.clear()
         stream = client.send_message(_request("slow one", context_id=context))
         first = await stream.__anext__()
-        for _ in range(100):  # the run is working once its lease is taken
-            got = await client.get_task(GetTaskRequest(id=first.task.id))
-            if got.status.state == TaskState.TASK_STATE_WORKING:
-                break
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.3)
+        await _until_slow_began(client, first.task.id)
         request = _request("hi", context_id=context)
         request.message.metadata.update({"on_busy": "interrupt"})  # double texting (SPEC §29)
         other = await _client(url, http, streaming=False)

@@ -5,8 +5,10 @@ frontend tools."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from ag_ui.core import AssistantMessage, FunctionCall, Tool, ToolCall, ToolMessage, UserMessage
+from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage
 
 from supervisor_graph import AbortController, Agent, Memory
@@ -138,7 +140,13 @@ async def test_a_failing_model_ends_with_run_error_without_details() -> None:
 
 
 async def test_abort_run_ends_the_run_cancelled() -> None:
-    slow = ScriptedChatModel(responses=["never seen"], latency=5)
+    began = asyncio.Event()
+
+    class Began(AsyncCallbackHandler):
+        async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+            began.set()
+
+    slow = ScriptedChatModel(responses=["never seen"], latency=30, callbacks=[Began()])
     bridge = AGUIAgent(solo(slow), resource_id="u1")
     events = []
 
@@ -147,9 +155,10 @@ async def test_abort_run_ends_the_run_cancelled() -> None:
             events.append(event)
 
     task = asyncio.ensure_future(consume())
-    await asyncio.sleep(0.3)
+    # the run is in its model call: not a guessed 0.3 s, which a busy machine outruns
+    await asyncio.wait_for(began.wait(), 60)
     bridge.abort_run()
-    await asyncio.wait_for(task, 5)
+    await asyncio.wait_for(task, 20)  # not the model's 30 s
     assert_one_terminal(events)
     finished = wire(events)[-1]
     assert finished["outcome"] == {"type": "cancelled"}

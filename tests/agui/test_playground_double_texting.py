@@ -61,11 +61,11 @@ async def test_a_message_sent_while_a_run_goes_interrupts_it(served_busy: str) -
         await page.fill("#prompt", "stop, tell me something else")
         await page.press("#prompt", "Enter")  # sendable while running: on_busy=interrupt
         marker = page.locator('[data-testid="run-interrupted"]')
-        await expect(marker).to_have_count(1)
+        await expect(marker).to_have_count(1, timeout=30_000)
         await expect(page.locator(".msg.assistant").last).to_have_text(
             "new answer to: stop, tell me something else", timeout=30_000
         )
-        await expect(page.locator("#status")).to_have_text("done")
+        await expect(page.locator("#status")).to_have_text("done", timeout=30_000)
         # the stopped run says so, once its stream has ended with the cancelled outcome
         await expect(marker).to_have_attribute("data-state", "interrupted", timeout=30_000)
         await expect(marker).to_contain_text("Run interrupted by your next message")

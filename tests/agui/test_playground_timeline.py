@@ -6,13 +6,16 @@ browser set-up as test_playground.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import HumanMessage, ToolMessage
 from pydantic import BaseModel
 
@@ -27,8 +30,16 @@ class Topic(BaseModel):
     topic: str
 
 
+# Set by a test once it has seen the run live; until then the lookup (and so the
+# delegation) stays running, however slowly a busy machine's browser gets to see it.
+LOOKED_AT = threading.Event()
+LOOKED_AT.set()
+
+
 def _lookup(args: Topic) -> str:
-    time.sleep(0.5)
+    started = time.monotonic()
+    LOOKED_AT.wait(60)  # bounded: a test that never sets it still ends
+    time.sleep(max(0.0, 0.5 - (time.monotonic() - started)))  # at least 0.5 s, which the durations check
     return f"bees dance to say where {args.topic} are"
 
 
@@ -106,19 +117,24 @@ async def test_the_timeline_draws_steps_a_delegation_and_its_tool_call(served_ti
         await expect(page.locator("#tree-panel")).to_be_hidden()
         await expect(page.locator("#timeline-summary")).to_have_text("No run yet on this thread.")
 
-        await page.fill("#prompt", "how do bees talk?")
-        await page.press("#prompt", "Enter")
+        LOOKED_AT.clear()
+        try:
+            await page.fill("#prompt", "how do bees talk?")
+            await page.press("#prompt", "Enter")
 
-        # live: the delegation's bar is running, and grows until it ends
-        delegation = page.locator('#timeline .tl-row[data-kind="delegation"]')
-        await expect(delegation).to_have_attribute("data-state", "running", timeout=10_000)
-        await expect(delegation.locator(":scope > .tl-line .tl-meta")).to_contain_text("running")
-        await expect(page.locator("#timeline-summary")).to_contain_text("Run · running")
-        seen = int(await delegation.get_attribute("data-duration") or 0)
-        await page.wait_for_function(
-            "seen => +document.querySelector('#timeline .tl-row[data-kind=delegation]').dataset.duration > seen + 150",
-            arg=seen,
-        )
+            # live: the delegation's bar is running, and grows until it ends
+            delegation = page.locator('#timeline .tl-row[data-kind="delegation"]')
+            await expect(delegation).to_have_attribute("data-state", "running", timeout=30_000)
+            await expect(delegation.locator(":scope > .tl-line .tl-meta")).to_contain_text("running", timeout=30_000)
+            await expect(page.locator("#timeline-summary")).to_contain_text("Run · running", timeout=30_000)
+            seen = int(await delegation.get_attribute("data-duration") or 0)
+            await page.wait_for_function(
+                "seen => +document.querySelector('#timeline .tl-row[data-kind=delegation]').dataset.duration > seen + 150",
+                arg=seen,
+                timeout=30_000,
+            )
+        finally:
+            LOOKED_AT.set()
 
         await expect(page.locator("#status")).to_have_text("done", timeout=20_000)
         await expect(page.locator(".msg.assistant").last).to_contain_text("final: found: bees dance")
@@ -219,9 +235,18 @@ async def test_a_paused_run_waits_and_its_resume_continues_without_a_new_model_c
         ]
 
 
+class _HeldUntilSeen(AsyncCallbackHandler):
+    """Holds the background task's model call until the test has seen the task running
+    (LOOKED_AT), so a busy machine's browser cannot miss its 0.8 s."""
+
+    async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        await asyncio.to_thread(LOOKED_AT.wait, 60)
+
+
 @pytest.fixture(scope="module")
 def served_background() -> Iterator[str]:
     boss = background_team(research_latency=0.8, boss_latency=0.2)
+    boss.agents["research"].model.callbacks = [_HeldUntilSeen()]  # type: ignore[union-attr]
     with ThreadServer(create_app(boss, resource_id="web-user")) as running:
         yield running.url
 
@@ -234,10 +259,14 @@ async def test_the_timeline_draws_a_background_task_from_launch_to_outcome(serve
     async with offline_page() as page:
         await page.goto(f"{served_background}/")
         await page.get_by_role("tab", name="Timeline").click()
-        await page.fill("#prompt", "how do bees talk?")
-        await page.press("#prompt", "Enter")
-        task = page.locator('#timeline .tl-row[data-kind="task"]')
-        await expect(task).to_have_attribute("data-state", "running", timeout=10_000)
+        LOOKED_AT.clear()
+        try:
+            await page.fill("#prompt", "how do bees talk?")
+            await page.press("#prompt", "Enter")
+            task = page.locator('#timeline .tl-row[data-kind="task"]')
+            await expect(task).to_have_attribute("data-state", "running", timeout=30_000)
+        finally:
+            LOOKED_AT.set()
         await expect(page.locator("#status")).to_have_text("done", timeout=20_000)
         await expect(page.locator(".msg.assistant").last).to_have_text("the research is in")
         rows = await page.locator("#timeline .tl-row").evaluate_all(ROWS)

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from bench.aegra import free_port, running
 from tests.agui.test_endpoint import body, post
@@ -27,13 +28,21 @@ def serve(storage: str, *extra: str) -> Iterator[str]:
         yield url
 
 
+async def _holding(url: str, payload: dict[str, Any]) -> asyncio.Future[list[dict]]:
+    # Wait until the slow run has delegated (it surely holds its thread then), not a
+    # guessed second: the helper lives with the double-texting tests, which import this
+    # module, so it is imported here when a test runs.
+    from tests.double_texting.test_agui_workers import holding
+
+    return await holding(url, payload)
+
+
 async def test_a_thread_busy_on_one_server_is_busy_on_another(shared_storage: str) -> None:
     with serve(shared_storage) as first, serve(shared_storage) as second:
-        slow = asyncio.ensure_future(post(first, body("shared-thread", "slow work please")))
-        await asyncio.sleep(1.0)  # the slow subagent (2 s) is running on the first server
+        slow = await _holding(first, body("shared-thread", "slow work please"))
         events, _, _ = await post(second, body("shared-thread", "hello"))
         assert [e["type"] for e in events][-1] == "RUN_ERROR" and events[-1]["code"] == "THREAD_BUSY"
-        done, _, _ = await slow
+        done = await slow
         assert done[-1]["type"] == "RUN_FINISHED"
         # once the first run has ended, the other server takes the thread
         events, _, _ = await post(second, body("shared-thread", "hello again"))
@@ -42,13 +51,12 @@ async def test_a_thread_busy_on_one_server_is_busy_on_another(shared_storage: st
 
 async def test_serve_with_two_workers_keeps_one_run_per_thread(shared_storage: str) -> None:
     with serve(shared_storage, "--workers", "2") as url:
-        slow = [asyncio.ensure_future(post(url, body(f"thread-{i}", "slow work please"))) for i in range(2)]
-        await asyncio.sleep(1.0)  # both slow runs hold their threads, on whichever workers took them
+        slow = await asyncio.gather(*(_holding(url, body(f"thread-{i}", "slow work please")) for i in range(2)))
         for i in range(2):
             events, _, _ = await post(url, body(f"thread-{i}", "hello"))
             assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "THREAD_BUSY"
         for done in await asyncio.gather(*slow):
-            assert done[0][-1]["type"] == "RUN_FINISHED"
+            assert done[-1]["type"] == "RUN_FINISHED"
 
 
 def test_serve_refuses_workers_without_a_shared_database() -> None:

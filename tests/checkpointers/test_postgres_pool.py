@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 import uuid
 from contextlib import AsyncExitStack
 from typing import Any
@@ -25,14 +26,24 @@ from tests.conftest import fresh_postgres
 
 
 def _terminate_clients(url: str) -> int:
-    """Close every connection to `url`'s database from the server's side."""
+    """Close every connection to `url`'s database from the server's side, and return once
+    their server processes have exited (so their goodbyes have been sent): waited for,
+    bounded, not assumed after a fixed delay. The number closed."""
     name = url.rsplit("/", 1)[1]
     with psycopg.connect(url, autocommit=True) as admin:
-        row = admin.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            (name,),
-        ).fetchone()
-    return int(row[0]) if row else 0
+        pids = [
+            pid
+            for (pid,) in admin.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (name,)
+            ).fetchall()
+        ]
+        for pid in pids:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        deadline = time.monotonic() + 60
+        while admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)).fetchone()[0]:
+            assert time.monotonic() < deadline, "the terminated server processes did not exit"
+            time.sleep(0.02)
+    return len(pids)
 
 
 async def test_connections_the_server_closed_are_replaced_without_an_error() -> None:
@@ -42,8 +53,7 @@ async def test_connections_the_server_closed_are_replaced_without_an_error() -> 
         try:
             # a few runs at once: the pool holds several connections
             await asyncio.gather(*(agent.generate("first", memory={"thread": f"t{i}"}) for i in range(4)))
-            assert _terminate_clients(url) >= 2
-            await asyncio.sleep(0.2)  # the server's goodbyes have arrived
+            assert _terminate_clients(url) >= 2  # the server's goodbyes have arrived
             # every idle connection is dead; the runs neither fail nor wait for a retry
             results = await asyncio.gather(*(agent.generate("again", memory={"thread": f"t{i}"}) for i in range(4)))
             assert [r.text for r in results] == ["answered"] * 4

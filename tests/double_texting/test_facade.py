@@ -4,7 +4,10 @@ generate / stream / the sync and until-idle calls, on every storage."""
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
@@ -17,12 +20,43 @@ THREAD = {"thread": "chat", "resource": "user"}
 
 
 async def until_waiting(ledger: Path, text: str) -> None:
-    """Until the first run is inside its `wait` tool (its `note` call finished)."""
-    for _ in range(400):
-        if f"wait:{text.replace(' ', '-')}" in ledger_lines(ledger):
-            return
+    """Until the first run is inside its `wait` tool (its `note` call finished): bounded
+    but generous, so a busy machine is slow here instead of failing."""
+    deadline = time.monotonic() + 60
+    while f"wait:{text.replace(' ', '-')}" not in ledger_lines(ledger):
+        assert time.monotonic() < deadline, f"the run never reached its wait tool: {ledger_lines(ledger)}"
         await asyncio.sleep(0.01)
-    raise AssertionError(f"the run never reached its wait tool: {ledger_lines(ledger)}")
+
+
+async def arrivals(memory: Memory) -> Callable[[int], Awaitable[None]]:
+    """Count the calls that have taken the thread or joined its queue, and return a wait
+    until `n` have: a queued call is known to be in the queue (and its place in it fixed)
+    before the test goes on, not assumed after a guessed sleep a busy machine outruns."""
+    leases = (await memory.opened()).leases
+    acquire, join = leases.acquire, leases.join
+    count = 0
+
+    async def counted_acquire(*args: Any) -> Any:
+        nonlocal count
+        got = await acquire(*args)
+        count += got is not None
+        return got
+
+    async def counted_join(*args: Any) -> int:
+        nonlocal count
+        place = await join(*args)
+        count += 1
+        return place
+
+    leases.acquire, leases.join = counted_acquire, counted_join
+
+    async def until(n: int) -> None:
+        deadline = time.monotonic() + 60
+        while count < n:
+            assert time.monotonic() < deadline, f"only {count} of {n} calls reached the thread"
+            await asyncio.sleep(0.01)
+
+    return until
 
 
 @pytest.fixture
@@ -92,12 +126,13 @@ async def test_rollback_of_a_first_run_leaves_an_owned_thread(memory: Memory, le
 
 async def test_enqueue_runs_every_message_in_arrival_order(memory: Memory, ledger: Path) -> None:
     agent = build(memory, ledger, wait=0.3)
+    arrived = await arrivals(memory)
     first = asyncio.ensure_future(agent.generate("work one", memory=THREAD))
     await until_waiting(ledger, "work one")
     queued = []
-    for text in ("second", "third", "fourth"):
+    for n, text in enumerate(("second", "third", "fourth"), start=2):
         queued.append(asyncio.ensure_future(agent.generate(text, memory=THREAD, on_busy="enqueue")))
-        await asyncio.sleep(0.05)  # arrival order
+        await arrived(n)  # arrival order: each is in the queue before the next is sent
     results = [await first, *await asyncio.gather(*queued)]
     assert [r.text for r in results] == ["done work one", "echo second", "echo third", "echo fourth"]
     messages = await memory.get_messages("chat")
@@ -107,10 +142,11 @@ async def test_enqueue_runs_every_message_in_arrival_order(memory: Memory, ledge
 
 async def test_an_interrupt_goes_before_queued_messages_and_none_is_lost(memory: Memory, ledger: Path) -> None:
     agent = build(memory, ledger)
+    arrived = await arrivals(memory)
     first = asyncio.ensure_future(agent.generate("work one", memory=THREAD))
     await until_waiting(ledger, "work one")
     queued = asyncio.ensure_future(agent.generate("queued", memory=THREAD, on_busy="enqueue"))
-    await asyncio.sleep(0.1)
+    await arrived(2)  # queued before the interrupt comes
     urgent = await agent.generate("urgent", memory=THREAD, on_busy="interrupt")
     assert urgent.text == "echo urgent" and (await queued).text == "echo queued"
     assert (await first).finish_reason == "abort"
@@ -135,12 +171,14 @@ async def test_a_pending_approval_is_not_busy_unless_rollback(memory: Memory, le
 async def test_a_waiting_call_that_is_aborted_leaves_the_queue(memory: Memory, ledger: Path) -> None:
     from supervisor_graph import AbortController
 
-    agent = build(memory, ledger, wait=0.5)
+    # the first run holds the thread 2 s: ample for the call to join the queue and leave
+    agent = build(memory, ledger, wait=2.0)
+    arrived = await arrivals(memory)
     first = asyncio.ensure_future(agent.generate("work one", memory=THREAD))
     await until_waiting(ledger, "work one")
     controller = AbortController()
     waiting = asyncio.ensure_future(agent.generate("never", memory=THREAD, on_busy="enqueue", abort_signal=controller.signal))
-    await asyncio.sleep(0.1)
+    await arrived(2)  # it waits in the queue when it is aborted
     controller.abort()
     with pytest.raises(ThreadBusyError):
         await waiting

@@ -5,6 +5,8 @@ against the app the serve command builds (`cli.workers.build_app`)."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,8 +43,17 @@ def _pay(args: Amount) -> str:
     return f"paid {args.amount}"
 
 
+# The test knows the slow call holds its thread when its tool has started (not after a
+# guessed sleep a busy machine outruns), and decides when it ends by setting RELEASE.
+STARTED = threading.Event()
+RELEASE = threading.Event()
+
+
 async def _wait(args: Seconds) -> str:
-    await asyncio.sleep(args.seconds)
+    STARTED.set()
+    deadline = time.monotonic() + args.seconds  # bounded: a test that never releases still ends
+    while not RELEASE.is_set() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
     return "waited"
 
 
@@ -54,7 +65,7 @@ def _policy(messages: list[Any]) -> Any:
     if text.startswith("pay"):
         return tool_call("pay", {"amount": 7})
     if text.startswith("wait"):
-        return tool_call("wait", {"seconds": 3.0})
+        return tool_call("wait", {"seconds": 60.0})
     said = [str(m.content) for m in messages if isinstance(m, HumanMessage)]
     return "you said: " + " | ".join(said)
 
@@ -76,6 +87,16 @@ def _agent() -> Agent:
 def served() -> Iterator[str]:
     with Served(build_app(_agent(), serve_settings(None))) as url:
         yield url
+
+
+async def _holding(url: str, thread: str) -> asyncio.Task[Any]:
+    """Start the slow call on `thread` and return once its tool runs (so the thread is
+    surely held); it ends when the test sets RELEASE, or it is interrupted."""
+    STARTED.clear()
+    RELEASE.clear()
+    slow = asyncio.create_task(_call(url, {"prompt": "wait a bit", "thread_id": thread}))
+    assert await asyncio.to_thread(STARTED.wait, 60), "the slow call never reached its tool"
+    return slow
 
 
 async def _call(url: str, arguments: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
@@ -129,9 +150,9 @@ def test_a_paused_approval_names_what_waits_and_where_to_answer(served: str) -> 
 
 def test_a_busy_thread_and_a_bad_thread_id_are_tool_errors(served: str) -> None:
     async def both() -> list[Any]:
-        slow = asyncio.create_task(_call(served, {"prompt": "wait a bit", "thread_id": "mcp-busy"}))
-        await asyncio.sleep(1.2)  # the slow call holds the thread by then (its tool waits 3 s)
+        slow = await _holding(served, "mcp-busy")
         busy = await _call(served, {"prompt": "hello", "thread_id": "mcp-busy"})
+        RELEASE.set()
         return [busy, await slow]
 
     busy, slow = asyncio.run(both())
@@ -143,10 +164,14 @@ def test_a_busy_thread_and_a_bad_thread_id_are_tool_errors(served: str) -> None:
 
 def test_on_busy_interrupts_or_queues_behind_a_running_call(served: str) -> None:
     async def both(on_busy: str, thread: str) -> list[Any]:
-        slow = asyncio.create_task(_call(served, {"prompt": "wait a bit", "thread_id": thread}))
-        await asyncio.sleep(1.2)  # the slow call holds the thread by then (its tool waits 3 s)
-        second = await _call(served, {"prompt": "hello", "thread_id": thread, "on_busy": on_busy})
-        return [second, await slow]
+        slow = await _holding(served, thread)
+        second = asyncio.create_task(_call(served, {"prompt": "hello", "thread_id": thread, "on_busy": on_busy}))
+        if on_busy == "enqueue":
+            # queued behind the held thread: it cannot answer before the slow call ends
+            done, _ = await asyncio.wait([second], timeout=1.0)
+            assert not done, second.result()
+            RELEASE.set()
+        return [await second, await slow]
 
     second, slow = asyncio.run(both("interrupt", "mcp-interrupt"))
     assert second.content[0].text == "you said: wait a bit | hello"  # with the stopped call's context

@@ -4,39 +4,76 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, ToolMessage
 
 from supervisor_graph import AbortController, Agent
 from supervisor_graph.testing import ScriptedChatModel, delegate
 
 
+class Started(AsyncCallbackHandler):
+    """Counts the model calls that have begun, for a test to act once they are in flight
+    instead of after a guessed delay a busy machine outruns."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        self.count += 1
+
+    async def until(self, n: int) -> None:
+        deadline = time.monotonic() + 60  # bounded but generous
+        while self.count < n:
+            assert time.monotonic() < deadline, f"only {self.count} of {n} model calls began"
+            await asyncio.sleep(0.01)
+
+
 async def test_abort_cancels_a_model_call_in_flight(store) -> None:
-    model = ScriptedChatModel(policy=lambda m: "too late", latency=30)
+    begun = Started()
+    model = ScriptedChatModel(policy=lambda m: "too late", latency=30, callbacks=[begun])
     parent = Agent(id="p", model=model, memory=store.memory)
     controller = AbortController()
-    asyncio.get_running_loop().call_later(0.2, controller.abort, "user left")
+
+    async def abort_in_flight() -> None:
+        await begun.until(1)
+        controller.abort("user left")
+
+    aborting = asyncio.ensure_future(abort_in_flight())
     started = time.monotonic()
     result = await parent.generate("go", **store.call(abort_signal=controller.signal))
-    assert time.monotonic() - started < 5  # not the model's 30 s
+    await aborting
+    assert time.monotonic() - started < 20  # not the model's 30 s
     assert result.finish_reason == "abort" and result.text == ""
 
 
 async def test_abort_stops_parallel_subagents_and_the_thread_stays_consistent(store) -> None:
-    slow_a = Agent(id="a-agent", description="A.", model=ScriptedChatModel(policy=lambda m: "a", latency=30))
-    slow_b = Agent(id="b-agent", description="B.", model=ScriptedChatModel(policy=lambda m: "b", latency=30))
+    begun = Started()
+    slow_a = Agent(
+        id="a-agent", description="A.", model=ScriptedChatModel(policy=lambda m: "a", latency=30, callbacks=[begun])
+    )
+    slow_b = Agent(
+        id="b-agent", description="B.", model=ScriptedChatModel(policy=lambda m: "b", latency=30, callbacks=[begun])
+    )
     parent_model = ScriptedChatModel(
         policy=lambda m: "resumed answer" if m[-1].content == "continue" else [delegate("a", "x"), delegate("b", "y")]
     )
     parent = Agent(id="p", model=parent_model, agents={"a": slow_a, "b": slow_b}, memory=store.memory)
     event = asyncio.Event()  # a plain asyncio.Event works as the signal too
     call = store.call(abort_signal=event)
-    asyncio.get_running_loop().call_later(0.3, event.set)
+
+    async def abort_when_both_run() -> None:
+        await begun.until(2)
+        event.set()
+
+    aborting = asyncio.ensure_future(abort_when_both_run())
     started = time.monotonic()
     stream = await parent.stream("go", **call)
     chunks = [c async for c in stream.full_stream]
     result = await stream.result()
-    assert time.monotonic() - started < 5
+    await aborting
+    assert time.monotonic() - started < 20  # not the subagents' 30 s
     assert [c.type for c in chunks][-2:] == ["abort", "finish"]
     assert result.finish_reason == "abort" and chunks[-1].finish_reason == "abort"
     assert any(c.type == "delegation-start" for c in chunks)
@@ -89,7 +126,12 @@ async def test_a_run_cancelled_from_outside_is_closed_by_the_graph_on_the_next_r
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    slow = Agent(id="slow-agent", description="Slow.", model=ScriptedChatModel(policy=lambda m: "late", latency=30))
+    begun = Started()
+    slow = Agent(
+        id="slow-agent",
+        description="Slow.",
+        model=ScriptedChatModel(policy=lambda m: "late", latency=30, callbacks=[begun]),
+    )
 
     def boss_policy(messages: list) -> object:
         return "fresh answer" if messages[-1].content == "next" else [delegate("slow", "x"), delegate("slow", "y")]
@@ -98,7 +140,7 @@ async def test_a_run_cancelled_from_outside_is_closed_by_the_graph_on_the_next_r
     graph = Agent(id="boss", model=boss_model, agents={"slow": slow}).compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "cancelled"}}
     task = asyncio.create_task(graph.ainvoke({"messages": [HumanMessage("go")]}, config))
-    await asyncio.sleep(0.5)
+    await begun.until(2)  # both delegations are in flight
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     out = await graph.ainvoke({"messages": [HumanMessage("next")]}, config)

@@ -16,6 +16,7 @@ from supervisor_graph import Agent, Memory
 from supervisor_graph.testing import ScriptedChatModel
 
 async def main(storage, go, n):
+    open(f"{go}.ready-{n}", "w").close()
     while not os.path.exists(go):  # start together
         time.sleep(0.005)
     memory = Memory(storage=storage)
@@ -34,7 +35,11 @@ def test_concurrent_first_starts_all_succeed(shared_storage: str, tmp_path: Path
         subprocess.Popen([sys.executable, "-c", SCRIPT, shared_storage, str(go), str(n)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for n in range(PROCESSES)
     ]
-    time.sleep(2.0)  # every interpreter has imported the library and waits
+    # every interpreter has imported the library and waits (each says so; not a guessed 2 s)
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("go.ready-*"))) < PROCESSES:
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "a process never got ready"
+        time.sleep(0.02)
     go.touch()
     outcomes = [p.communicate(timeout=120) for p in procs]
     failures = [err[-1500:] for p, (out, err) in zip(procs, outcomes, strict=True) if p.returncode != 0 or out.strip() != "ok"]

@@ -126,7 +126,12 @@ async def test_serve_survives_a_postgres_restart() -> None:
                 # the server noticing the outage ends them), half between model calls
                 streams = [Stream(f"inflight-{i}", f"{'slow ' if i % 2 else ''}message {i}") for i in range(IN_FLIGHT)]
                 tasks = [asyncio.ensure_future(s.run(client, url)) for s in streams]
-                await asyncio.sleep(1.5)  # each run is past its first model call
+                # each run is past its first model call (its tool call began), seen on its
+                # stream rather than assumed after a guessed 1.5 s; bounded but generous
+                deadline = time.monotonic() + 30
+                while not all(any(e["type"] == "TOOL_CALL_START" for e in s.events) for s in streams):
+                    assert time.monotonic() < deadline, [s.events[-2:] for s in streams]
+                    await asyncio.sleep(0.02)
                 down_at = time.monotonic()
                 database.stop("fast")  # returns once the server has exited
                 print(f"\nthe database took {time.monotonic() - down_at:.2f} s to stop")
@@ -191,13 +196,22 @@ async def test_serve_survives_a_postgres_restart() -> None:
 async def test_a_memory_opened_while_postgres_is_down_fails_fast_then_serves_once_it_is_up() -> None:
     """The other outage: the database is down when the process first needs it, then a
     crash (`-m immediate`, no goodbye to the clients) in the middle of a run."""
+    from langchain_core.callbacks import AsyncCallbackHandler
+
     from supervisor_graph import Agent, StorageUnavailableError
     from supervisor_graph.testing import ScriptedChatModel
 
     with private_postgres() as database:
         database.stop("fast")
         memory = Memory(database.url)
-        agent = Agent(id="keeper", description="Answers.", model=ScriptedChatModel(policy=lambda m: "answered", latency=1.0), memory=memory)
+        in_call = asyncio.Event()
+
+        class InCall(AsyncCallbackHandler):
+            async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+                in_call.set()
+
+        model = ScriptedChatModel(policy=lambda m: "answered", latency=1.0, callbacks=[InCall()])
+        agent = Agent(id="keeper", description="Answers.", model=model, memory=memory)
         try:
             started = time.monotonic()
             try:
@@ -211,8 +225,9 @@ async def test_a_memory_opened_while_postgres_is_down_fails_fast_then_serves_onc
             database.start()
             assert (await agent.generate("once up", memory={"thread": "t"})).text == "answered"
 
+            in_call.clear()
             run = asyncio.ensure_future(agent.generate("during the crash", memory={"thread": "t"}))
-            await asyncio.sleep(0.5)  # in its model call
+            await asyncio.wait_for(in_call.wait(), 30)  # in its model call (not a guessed 0.5 s)
             crashed_at = time.monotonic()
             database.stop("immediate")
             try:

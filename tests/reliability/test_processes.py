@@ -43,7 +43,12 @@ def together(storage: str, ledger: Path, tmp_path: Path, *steps: tuple[str, str]
     """Start several worker processes that begin their step at the same moment."""
     go = tmp_path / f"go-{time.monotonic_ns()}"
     procs = [start(storage, ledger, step, prompt, SG_GO=str(go)) for step, prompt in steps]
-    time.sleep(2.0)  # every process has imported the library and opened the database
+    # every process has imported the library and opened the database (each says so): a
+    # late one would otherwise start after the others had finished, on a busy machine
+    deadline = time.monotonic() + 60
+    while len(list(go.parent.glob(f"{go.name}.ready-*"))) < len(procs):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "a process never got ready"
+        time.sleep(0.02)
     go.touch()
     return [finish(p) for p in procs]
 

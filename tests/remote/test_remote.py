@@ -5,6 +5,7 @@ remote interrupt answered through the parent, abort, and an unreachable server."
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -106,16 +107,38 @@ async def test_a_remote_interrupt_is_the_parents_pending_approval(server: str) -
     assert not state["interrupts"] and state["values"]["messages"][-1]["content"] == "transfer done"
 
 
+async def _boss_runs(client: Any) -> list[dict[str, Any]]:
+    threads = await client.threads.search(metadata={"parent_agent": "boss"}, limit=100)
+    return [run for t in threads for run in await client.runs.list(t["thread_id"])]
+
+
+async def _until(check: Any, client: Any, what: str, timeout: float = 60.0) -> list[dict[str, Any]]:
+    """Poll the server's runs until `check(runs)` holds: bounded but generous, so a busy
+    machine is slow here instead of failing."""
+    deadline = time.monotonic() + timeout
+    while not check(runs := await _boss_runs(client)):
+        assert time.monotonic() < deadline, f"{what}: {[r['status'] for r in runs]}"
+        await asyncio.sleep(0.1)
+    return runs
+
+
 async def test_abort_cancels_the_remote_run(server: str) -> None:
     remote = RemoteAgent(url=server, graph_id="slow", description="Slow.")
     parent, _ = boss(remote, memory=Memory(":memory:"))
+    client = get_client(url=server)
+    earlier = {run["run_id"] for run in await _boss_runs(client)}  # the module's other tests' runs
     controller = AbortController()
     stream = await parent.stream("go", memory={"thread": "r-4"}, abort_signal=controller.signal)
+
+    def ours(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [run for run in runs if run["run_id"] not in earlier]
 
     async def abort_when_started() -> None:
         async for chunk in stream.full_stream:
             if chunk.type == "delegation-start":
-                await asyncio.sleep(1.0)  # the remote run is under way
+                # the remote run is under way on the server (its model takes 30 s), not
+                # merely a guessed second after the delegation was announced
+                await _until(lambda runs: any(r["status"] == "running" for r in ours(runs)), client, "never ran")
                 controller.abort("enough")
 
     await abort_when_started()
@@ -123,17 +146,10 @@ async def test_abort_cancels_the_remote_run(server: str) -> None:
     assert result.finish_reason == "abort"
     [delegation] = result.delegations  # a failure with the abort's reason, never an empty success
     assert not delegation.success and delegation.finish_reason == "abort" and delegation.error == "enough"
-    client = get_client(url=server)
-    threads = await client.threads.search(metadata={"parent_agent": "boss"}, limit=100)
-    runs = [run for t in threads for run in await client.runs.list(t["thread_id"])]
-    slow_runs = [run for run in runs if run["assistant_id"] and run["status"] != "success"]
-    for _ in range(50):
-        if any(run["status"] in ("interrupted", "error") for run in slow_runs):
-            break
-        await asyncio.sleep(0.1)
-        runs = [run for t in threads for run in await client.runs.list(t["thread_id"])]
-        slow_runs = [run for run in runs if run["status"] != "success"]
-    assert any(run["status"] == "interrupted" for run in slow_runs), [r["status"] for r in runs]
+    runs = await _until(
+        lambda runs: any(r["status"] in ("interrupted", "error", "success") for r in ours(runs)), client, "never ended"
+    )
+    assert [run["status"] for run in ours(runs)] == ["interrupted"], [r["status"] for r in ours(runs)]
 
 
 async def test_an_unreachable_server_is_a_failed_delegation_with_a_generic_message() -> None:

@@ -5,6 +5,7 @@ and where no facade hosts them (inline). Killed processes: tests/reliability."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -85,10 +86,14 @@ async def test_a_task_slow_to_give_back_its_lease_does_not_take_the_thread_after
     release, acquire = ThreadLease.release, ThreadLease.acquire
     taken: list[str] = []
 
+    released: list[str] = []
+
     async def slow_release(self: ThreadLease, **kw: Any) -> None:
         if self.thread_id.startswith("bg:"):
             await asyncio.sleep(0.3)
         await release(self, **kw)
+        if self.thread_id.startswith("bg:"):
+            released.append(self.thread_id)
 
     async def counted_acquire(self: ThreadLease) -> Any:
         taken.append(self.thread_id)
@@ -98,10 +103,16 @@ async def test_a_task_slow_to_give_back_its_lease_does_not_take_the_thread_after
     monkeypatch.setattr(ThreadLease, "acquire", counted_acquire)
     monkeypatch.setattr("supervisor_graph.run.idle._POLL", 0.02)  # the stream looks while the task ends
     boss, boss_model = team(ScriptedChatModel(policy=lambda m: "deep facts"), Memory(":memory:"))
-    for prompt in ("first", "second"):
+    for calls, prompt in enumerate(("first", "second"), start=1):
         result = await boss.generate_until_idle(prompt, memory={"thread": "bg-slow", "resource": "u"})
         assert result.text.startswith("reported: [Background task")
-        await asyncio.sleep(0.5)  # the task's coroutine has ended meanwhile
+        # the task's coroutine has ended (its slow release done: waited for, bounded, not
+        # assumed after a fixed 0.5 s) ...
+        deadline = time.monotonic() + 60
+        while len(released) < calls:
+            assert time.monotonic() < deadline, "the task never released its thread"
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)  # ... and a stream that wrongly took the thread then has polled (every 0.02 s)
     # per call: the caller's run and the run that answered the outcome; nothing after
     assert [t for t in taken if t == "bg-slow"] == ["bg-slow"] * 4
     assert len(boss_model.calls) == 6  # per call: delegate, "started", the report

@@ -36,8 +36,10 @@ def _policy(messages: list[BaseMessage]) -> Any:
     return "done slow" if isinstance(last, ToolMessage) else "?"
 
 
-def _agent(memory: Memory, gate: asyncio.Event) -> Agent:
+def _agent(memory: Memory, gate: asyncio.Event, waiting: asyncio.Event | None = None) -> Agent:
     async def wait(args: _Text) -> str:
+        if waiting is not None:
+            waiting.set()
         await gate.wait()
         return "waited"
 
@@ -61,11 +63,14 @@ async def _stall_renewals(memory: Memory, until: asyncio.Event) -> None:
 async def test_a_run_whose_lease_lapsed_writes_nothing_more(tmp_path, taken: bool) -> None:
     storage = f"file:{tmp_path / 'fence.db'}"
     first, second = Memory(storage, lease_ttl=TTL), Memory(storage, lease_ttl=TTL)
-    gate = asyncio.Event()
-    slow = _agent(first, gate)
+    gate, waiting = asyncio.Event(), asyncio.Event()
+    slow = _agent(first, gate, waiting)
     await _stall_renewals(first, gate)
     held = asyncio.ensure_future(slow.generate("slow", memory={"thread": "t"}))
-    await asyncio.sleep(TTL * 2)  # the first run waits in its tool; its lease lapsed meanwhile
+    # the first run holds the thread and waits in its tool (an event it sets, not a guess
+    # that a busy machine got it there in 1.2 s) ...
+    await asyncio.wait_for(waiting.wait(), 60)
+    await asyncio.sleep(TTL * 2)  # ... and its lease lapses: no renewal for longer than the ttl
     if taken:  # another worker takes the thread and answers the next message
         other = await _agent(second, asyncio.Event()).generate("next", memory={"thread": "t"})
         assert other.text == "done fast"
