@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
@@ -215,6 +216,46 @@ def needs_approval(spec: AgentSpec, call: ToolCall | Mapping[str, Any], agent_wi
     return agent_wide or bool((spec.tools[call["name"]].metadata or {}).get("require_approval"))
 
 
+async def _approved(
+    tool: BaseTool, call: ToolCall, config: RunnableConfig, runtime: Runtime[Any] | None, handle: RunHandle, graph_ns: str
+) -> tuple[ToolCall, dict[str, Any] | None, ToolMessage | None, int]:
+    """Ask a person about `call` (`interrupt()`, again while the answer is not a valid
+    decision) and consume the approval durably: (the call as approved, its edited
+    arguments, the result instead of a run when declined or already consumed, answers used)."""
+    call_id = call["id"] or ""
+    request = pause_payload("approval", call, handle, namespace=graph_ns, **approval_fields(tool))
+    answers = 0
+    while True:
+        value = interrupt(request)
+        answers += 1
+        try:
+            decision = parse_decision(value, allowed=request["allowed_decisions"], tool=tool)
+            break
+        except DecisionError as exc:  # asked again: the approval stays pending and answerable
+            request = {**request, "error": str(exc)}
+    edited: dict[str, Any] | None = None
+    if isinstance(decision, Edit):
+        call = {**call, "args": decision.args}  # type: ignore[typeddict-item]
+        edited = decision.args
+    if isinstance(decision, Reject):
+        declined = ToolMessage(content=declined_text(decision.message), tool_call_id=call_id, name=call["name"], status="error")
+        return call, edited, declined, answers
+    if runtime is not None and runtime.store is not None:
+        # consume the approval durably before the side effect: after a crash inside
+        # the tool, the call ends as "outcome unknown" instead of running again
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        if await approval_consumed(runtime.store, thread_id, graph_ns, call_id):
+            unknown = ToolMessage(content=INTERRUPTED_TOOL_TEXT, tool_call_id=call_id, name=call["name"], status="error")
+            return call, edited, unknown, answers
+        await runtime.store.aput(
+            TOOL_RUNS_NAMESPACE,
+            tool_run_key(thread_id, graph_ns, call_id),
+            {"tool_name": call["name"], "run_id": handle.run_id},
+            index=False,
+        )
+    return call, edited, None, answers
+
+
 async def run_tool_call(
     spec: AgentSpec,
     call: ToolCall,
@@ -239,33 +280,7 @@ async def run_tool_call(
     answers = 0
     edited: dict[str, Any] | None = None
     if needs_approval(spec, call, agent_wide_approval):
-        request = pause_payload("approval", call, handle, namespace=graph_ns, **approval_fields(tool))
-        while True:
-            value = interrupt(request)
-            answers += 1
-            try:
-                decision = parse_decision(value, allowed=request["allowed_decisions"], tool=tool)
-                break
-            except DecisionError as exc:  # asked again: the approval stays pending and answerable
-                request = {**request, "error": str(exc)}
-        if isinstance(decision, Edit):
-            call = {**call, "args": decision.args}  # type: ignore[typeddict-item]
-            edited = decision.args
-        if isinstance(decision, Reject):
-            result = ToolMessage(content=declined_text(decision.message), tool_call_id=call_id, name=call["name"], status="error")
-        elif runtime is not None and runtime.store is not None:
-            # consume the approval durably before the side effect: after a crash inside
-            # the tool, the call ends as "outcome unknown" instead of running again
-            thread_id = (config.get("configurable") or {}).get("thread_id")
-            if await approval_consumed(runtime.store, thread_id, graph_ns, call_id):
-                result = ToolMessage(content=INTERRUPTED_TOOL_TEXT, tool_call_id=call_id, name=call["name"], status="error")
-            else:
-                await runtime.store.aput(
-                    TOOL_RUNS_NAMESPACE,
-                    tool_run_key(thread_id, graph_ns, call_id),
-                    {"tool_name": call["name"], "run_id": handle.run_id},
-                    index=False,
-                )
+        call, edited, result, answers = await _approved(tool, call, config, runtime, handle, graph_ns)
     if result is None and "tool_args" in spec.guarded:  # after approval, before it runs (SPEC §30)
         call, result, asked = await guard_tool_args(spec, call, handle, config, emit, graph_ns)
         answers += asked
