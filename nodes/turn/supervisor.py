@@ -52,7 +52,7 @@ from supervisor_graph.nodes.turn.routing import (
 )
 from supervisor_graph.nodes.turn.tools import ABORTED_TOOL_TEXT
 
-__all__ = ["free_updates", "iteration_of_run", "make_supervisor_node", "route_turn"]
+__all__ = ["free_updates", "iteration_of_run", "make_supervisor_node"]
 
 log = logging.getLogger("supervisor_graph")
 
@@ -248,9 +248,9 @@ class _Step:
             # not an iteration: no hook, no dispatch, straight back to the model
             command: Command[Any] = Command(update={"messages": [response, *errors]}, goto=SUPERVISOR_NODE)
         elif self.schema is not None:
-            command = _structured_turn(spec, self.opts, handle, state, response, errors, self.schema)
+            command = self._structured(response, errors, self.schema)
         else:
-            command = route_turn(spec, self.opts, handle, state, response, errors)
+            command = self._route(response, errors)
         update: dict[str, Any] = command.update  # type: ignore[assignment]
         if self.iteration == 0 and (state.get("structured_response") is not None or state.get("structured_output_error")):
             update.setdefault("structured_response", None)
@@ -263,6 +263,40 @@ class _Step:
         if guarded:
             update["messages"] = [*guarded, *update["messages"]]
         return command
+
+
+    def _structured(self, response: AIMessage, errors: list[ToolMessage], schema: OutputSchema) -> Command[Any]:
+        """A turn of an agent with an output schema (SPEC §28): tool calls go on as usual;
+        the answer is validated, sent back once more when invalid, else the run's value."""
+        errors.extend(stray_final_answers(response))
+        state, messages = self.state, self.messages
+        settled = settle(schema, response, retries_used(messages, run_start(messages)) < self.opts.output_retries)
+        if settled is None:
+            return self._route(response, errors)
+        if settled.retry:
+            return Command(update={"messages": [response, *errors, *settled.messages]}, goto=SUPERVISOR_NODE)
+        if settled.error is not None:
+            update = end_update(state, "error", [response, *errors, *settled.messages])
+            update["structured_output_error"] = settled.error.to_dict()
+            return Command(update=update, goto=END)
+        if not settled.messages:  # the answer's text is the JSON: an ordinary last turn
+            command = self._route(response, errors)
+        else:  # a final answer tool call, answered and followed by the answer as text
+            update = end_update(state, "stop", [response, *errors, *settled.messages])
+            command = Command(update=update, goto=after_answer(self.opts))
+        command.update["structured_response"] = settled.value  # type: ignore[index]
+        return command
+
+    def _route(self, response: AIMessage, errors: list[ToolMessage]) -> Command[Any]:
+        """The update and destination after a model turn."""
+        opts = self.opts
+        if opts.on_iteration_complete is not None:
+            return Command(update={"messages": [response, *errors]}, goto=ITERATION_NODE)
+        if not response.tool_calls:
+            return Command(update=end_update(self.state, finish_reason_of(response), [response]), goto=after_answer(opts))
+        sends, more_errors = dispatch(self.spec, opts, self.handle, response, {e.tool_call_id for e in errors})
+        errors.extend(more_errors)
+        return Command(update={"messages": [response, *errors]}, goto=sends or SUPERVISOR_NODE)
 
 
 _GO = object()  # `_Step._gate`: nothing stops the step, call the model
@@ -312,51 +346,3 @@ def server_task_start(task: Mapping[str, Any]) -> Command[Any]:
     if task.get("budget") is not None:
         payload["budget"] = task["budget"]
     return Command(goto=Send(task["key"], payload))
-
-
-def _structured_turn(
-    spec: AgentSpec,
-    opts: RunOptions,
-    handle: RunHandle,
-    state: SupervisorState,
-    response: AIMessage,
-    errors: list[ToolMessage],
-    schema: OutputSchema,
-) -> Command[Any]:
-    """A turn of an agent with an output schema (SPEC §28): tool calls go on as usual;
-    the answer is validated, sent back once more when invalid, else the run's value."""
-    errors.extend(stray_final_answers(response))
-    messages = state.get("messages") or []
-    settled = settle(schema, response, retries_used(messages, run_start(messages)) < opts.output_retries)
-    if settled is None:
-        return route_turn(spec, opts, handle, state, response, errors)
-    if settled.retry:
-        return Command(update={"messages": [response, *errors, *settled.messages]}, goto=SUPERVISOR_NODE)
-    if settled.error is not None:
-        update = end_update(state, "error", [response, *errors, *settled.messages])
-        update["structured_output_error"] = settled.error.to_dict()
-        return Command(update=update, goto=END)
-    if not settled.messages:  # the answer's text is the JSON: an ordinary last turn
-        command = route_turn(spec, opts, handle, state, response, errors)
-    else:  # a final answer tool call, answered and followed by the answer as text
-        command = Command(update=end_update(state, "stop", [response, *errors, *settled.messages]), goto=after_answer(opts))
-    command.update["structured_response"] = settled.value  # type: ignore[index]
-    return command
-
-
-def route_turn(
-    spec: AgentSpec,
-    opts: RunOptions,
-    handle: RunHandle,
-    state: SupervisorState,
-    response: AIMessage,
-    errors: list[ToolMessage],
-) -> Command[Any]:
-    """The update and destination after a model turn."""
-    if opts.on_iteration_complete is not None:
-        return Command(update={"messages": [response, *errors]}, goto=ITERATION_NODE)
-    if not response.tool_calls:
-        return Command(update=end_update(state, finish_reason_of(response), [response]), goto=after_answer(opts))
-    sends, more_errors = dispatch(spec, opts, handle, response, {e.tool_call_id for e in errors})
-    errors.extend(more_errors)
-    return Command(update={"messages": [response, *errors]}, goto=sends or SUPERVISOR_NODE)
