@@ -142,10 +142,9 @@ async def finish_delegation(delegation: Delegation) -> Command[Any]:
     `<key>.complete` when the run has that hook or the parent guards results (a guard's
     retry runs the delegation's task again, where it can be), else the tool result for
     the supervisor (a caller's cancel inside the delegation stops the parent too)."""
-    config, handle, record, emit, parent = (
-        delegation.config, delegation.handle, delegation.record, delegation.emit, delegation.parent
-    )
-    call, namespace, guarded = delegation.call, delegation.namespace, "result" in parent.guarded
+    config, handle, record, emit = delegation.config, delegation.handle, delegation.record, delegation.emit
+    parent, key, call, namespace = delegation.parent, delegation.key, delegation.call, delegation.namespace
+    guarded = "result" in parent.guarded
     artifact = delegation.artifact()
     if ended_by_cancel(record.messages):  # the caller cancelled a suspended call: stop here too
         artifact["cancelled"] = True
@@ -160,7 +159,7 @@ async def finish_delegation(delegation: Delegation) -> Command[Any]:
         payload["namespace"] = namespace
     if guarded and not hooked:  # its guards decide here (SPEC §30)
         if record.success:
-            again = await guard_result(parent, delegation.key, record.agent_id, payload, artifact, record, handle, config, emit, in_node=True)
+            again = await guard_result(parent, key, record.agent_id, payload, artifact, record, handle, config, emit, in_node=True)
             if again is not None:
                 return again  # run again with the guard's feedback, or to `<key>.complete` for a person
         await announce_result(config, handle, record, namespace, emit)
@@ -170,8 +169,8 @@ async def finish_delegation(delegation: Delegation) -> Command[Any]:
             emit("delegation-complete", summary)
         await announce(config, "delegation-complete", summary, handle.agent_path)
     if hooked:
-        return Command(goto=Send(complete_node(delegation.key), payload))
-    message = result_message(delegation.opts, handle, record, call, artifact, parent.preview_tokens.get(delegation.key))
+        return Command(goto=Send(complete_node(key), payload))
+    message = result_message(delegation.opts, handle, record, call, artifact, parent.preview_tokens.get(key))
     if emit.active:
         emit(
             "tool-result" if record.success else "tool-error",

@@ -70,16 +70,17 @@ class SubRun:
 
 async def inherit(delegation: Delegation, sub_spec: AgentSpec) -> SubRun:
     """What the delegation's subagent runs with (the message filter runs here)."""
-    task, handle = delegation.task, delegation.handle
+    task, handle, record = delegation.task, delegation.handle, delegation.record
     # forked before the message filter runs, which records its failure in the run's context
     request_context = _request_context(delegation)
     sub_handle = await _sub_handle(delegation, sub_spec, request_context, await _inherited(delegation, sub_spec))
     sub_opts = sub_options(delegation.opts, sub_spec.defaults, task.get("max_steps"), sub_handle)
     if task.get("output_schema") is not None:  # `modified_output_schema` of the start hook
-        chosen_schema = handle.output_schemas.get(delegation.record.tool_call_id) or output_schema_of(task["output_schema"])
+        chosen_schema = handle.output_schemas.get(record.tool_call_id) or output_schema_of(task["output_schema"])
         sub_opts = sub_opts.model_copy(update={"output_schema": chosen_schema})
-    delegation.record.schema = sub_opts.output_schema or sub_spec.output_schema
-    return SubRun(sub_opts, sub_handle, _sub_config(delegation, sub_spec, sub_handle), RunContext.for_run(sub_opts, sub_handle))
+    record.schema = sub_opts.output_schema or sub_spec.output_schema
+    sub_config = _sub_config(delegation, sub_spec, sub_handle)
+    return SubRun(sub_opts, sub_handle, sub_config, RunContext.for_run(sub_opts, sub_handle))
 
 
 def _request_context(delegation: Delegation) -> RequestContext:
@@ -101,7 +102,8 @@ async def _inherited(delegation: Delegation, sub_spec: AgentSpec) -> list[BaseMe
     inherited = [*handle.context_messages, *parent_messages] if sub_spec.inherit_context else []
     if delegation.parent.compaction is not None and inherited:  # what the parent's model sees: its summary
         inherited = summarised(inherited, read_channel(config, COMPACTION_KEY))
-    return await apply_message_filter(delegation.opts, handle, inherited, record.agent_id, record.prompt, record.tool_call_id)
+    opts = delegation.opts
+    return await apply_message_filter(opts, handle, inherited, record.agent_id, record.prompt, record.tool_call_id)
 
 
 async def _sub_handle(

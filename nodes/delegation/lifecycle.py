@@ -22,7 +22,9 @@ from supervisor_graph.nodes.delegation.opening import Delegation, open_delegatio
 __all__ = ["open_delegation", "run_and_complete"]
 
 
-async def run_and_complete(opened: Delegation | Command[Any], way: Callable[[Any], Awaitable[Command[Any] | None]]) -> Command[Any]:
+async def run_and_complete(
+    opened: Delegation | Command[Any], way: Callable[[Any], Awaitable[Command[Any] | None]]
+) -> Command[Any]:
     """Run a delegation `open_delegation` opened (the command it returned instead, when a
     `delegation` guard stopped it, is the node's answer) and complete it. `way` runs it
     and fills in its record; the command it returns ends the node instead of a

@@ -134,7 +134,13 @@ async def open_delegation(
     handle.delegations[tool_call_id] = record
     emit = Emitter(runtime, handle)
     if announced:
-        started = {"tool_call_id": tool_call_id, "agent_key": key, "agent_id": agent_id, "prompt": record.prompt, "namespace": namespace}
+        started = {
+            "tool_call_id": tool_call_id,
+            "agent_key": key,
+            "agent_id": agent_id,
+            "prompt": record.prompt,
+            "namespace": namespace,
+        }
         emit("delegation-start", started)
         await announce(config, "delegation-start", started, handle.agent_path)
     return kind(parent, key, task, config, runtime, opts, handle, record, emit, namespace, **fields)

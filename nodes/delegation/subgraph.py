@@ -26,7 +26,9 @@ __all__ = ["run_subgraph"]
 _thread_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
 
-async def run_subgraph(delegation: Delegation, sub: SubRun, sub_spec: AgentSpec, graph: Any, per_parent_thread: bool) -> None:
+async def run_subgraph(
+    delegation: Delegation, sub: SubRun, sub_spec: AgentSpec, graph: Any, per_parent_thread: bool
+) -> None:
     """Run the subgraph to its end, recording it in the delegation's record (a failure
     keeps the partial transcript)."""
     thread_id = delegation.record.sub_agent_thread_id
