@@ -40,30 +40,34 @@ def make_subagent_node(
 ) -> Any:
     locate = _thread_of(key, per_parent_thread)
 
-    async def run_here(delegation: Delegation) -> Command[Any] | None:
-        """Run the delegation in this node, or hand it to a background task."""
-        sub = await inherit(delegation, sub_spec)
-
-        async def execute() -> Command[Any] | None:  # in this node: the leaf's loop, else the subgraph
-            if can_run_directly(sub_spec, sub.opts, per_parent_thread):
-                return await run_directly(
-                    sub_spec, graph, delegation.task, sub.config, sub.opts, sub.handle, delegation.runtime,
-                    delegation.namespace, delegation.record, key,
-                )  # fmt: skip
-            await run_subgraph(delegation, sub, sub_spec, graph, per_parent_thread)
-            return None
-
-        settings = parent.background.for_key(key) if parent.background is not None else None
-        if settings is None and delegation.task.get("background_run") is None:
-            return await execute()
-        return await run_in_background(delegation, sub, graph, settings, execute)
-
     async def run_subagent(task: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         opened = await open_delegation(parent, key, sub_spec.agent_id, task, config, runtime, locate)
-        return await run_and_complete(opened, run_here)
+        # `graph` is named here, not only deeper: LangGraph finds a node's subgraph among
+        # its function's nonlocals (Studio's xray view, the state of subgraphs)
+        return await run_and_complete(opened, lambda delegation: _run_here(delegation, sub_spec, graph, per_parent_thread))
 
     run_subagent.__name__ = key
     return run_subagent
+
+
+async def _run_here(delegation: Delegation, sub_spec: AgentSpec, graph: Any, per_parent_thread: bool) -> Command[Any] | None:
+    """Run the delegation in this node, or hand it to a background task."""
+    sub = await inherit(delegation, sub_spec)
+
+    async def execute() -> Command[Any] | None:  # in this node: the leaf's loop, else the subgraph
+        if can_run_directly(sub_spec, sub.opts, per_parent_thread):
+            return await run_directly(
+                sub_spec, graph, delegation.task, sub.config, sub.opts, sub.handle, delegation.runtime,
+                delegation.namespace, delegation.record, delegation.key,
+            )  # fmt: skip
+        await run_subgraph(delegation, sub, sub_spec, graph, per_parent_thread)
+        return None
+
+    parent, key = delegation.parent, delegation.key
+    settings = parent.background.for_key(key) if parent.background is not None else None
+    if settings is None and delegation.task.get("background_run") is None:
+        return await execute()
+    return await run_in_background(delegation, sub, graph, settings, execute)
 
 
 def _thread_of(key: str, per_parent_thread: bool) -> Locate:
