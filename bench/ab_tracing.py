@@ -30,9 +30,9 @@ async def _silent(*args: Any, **kwargs: Any) -> None:
 def _without_tracing() -> ExitStack:
     stack = ExitStack()
     stack.enter_context(mock.patch("supervisor_graph.compiler.build._identified", lambda agent, graph: graph))
-    stack.enter_context(mock.patch("supervisor_graph.nodes.delegation.subagent.agent_metadata", lambda *a, **k: {}))
-    stack.enter_context(mock.patch("supervisor_graph.nodes.delegation.subagent.announce", _silent))
-    stack.enter_context(mock.patch("supervisor_graph.nodes.remote.langgraph.announce", _silent))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.delegation.inheritance.agent_metadata", lambda *a, **k: {}))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.delegation.opening.announce", _silent))
+    stack.enter_context(mock.patch("supervisor_graph.nodes.delegation.in_background.announce", _silent))
     stack.enter_context(mock.patch("supervisor_graph.nodes.delegation.complete.announce", _silent))
     return stack
 

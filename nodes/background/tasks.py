@@ -1,12 +1,13 @@
 """Background delegations (SPEC §12) as nodes see them.
 
 A delegation to a subagent declared in `background_tasks` does not run in the subagent
-node when the run can host background work (a run facade with a thread): the node hands
-a `BackgroundLaunch` to the run's launcher, which stores the task's record (`running`)
-before it returns, answers the supervisor at once with the "started" text and records
-the task, `running`, in the parent's checkpointed state (`background_tasks`). The task's outcome comes back later as a notice message (a
-`HumanMessage`) that the next run on the thread carries in, with the record's final
-status in the same checkpoint, so it is reported exactly once.
+node when the run can host background work (a run facade with a thread): the node
+(`nodes/delegation/in_background.py`) hands a `BackgroundLaunch` to the run's launcher,
+which stores the task's record (`running`) before it returns, answers the supervisor at
+once with the "started" text and records the task, `running`, in the parent's
+checkpointed state (`background_tasks`). The task's outcome comes back later as a notice
+message (a `HumanMessage`) that the next run on the thread carries in, with the record's
+final status in the same checkpoint, so it is reported exactly once.
 
 Where nothing can host it (LangGraph Studio, Aegra, a plain `ainvoke`), the delegation
 runs inline like any other.

@@ -2,9 +2,9 @@
 `on_delegation_complete`, the same hook for a delegation that finished elsewhere (a
 background task), and the tool result the supervisor model sees.
 
-A subagent node hands its finished delegation to `finish_delegation`, which goes
-through `<key>.complete` only when the run has that hook, so an unset hook costs no
-super-step.
+Every way to run (a leaf's loop, a subgraph, a remote server, A2A) ends in
+`finish_delegation`, which goes through `<key>.complete` only when the run has that hook
+(or guards results and must ask a person), so an unset hook costs no super-step.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from langgraph.types import Command, Send
 from supervisor_graph.nodes.delegation.hooks import (
     DelegationCompleteContext,
     DelegationCompleteResult,
-    HookFailed,
-    record_hook_error,
-    run_hook,
+    run_delegation_hook,
 )
+from supervisor_graph.nodes.delegation.opening import Delegation
 from supervisor_graph.nodes.delegation.references import assign_ref, ref_line
 from supervisor_graph.nodes.delegation.result import DelegationRecord, abort_reason, failure_text, mark_aborted
 from supervisor_graph.nodes.guards.boundaries import announce_result, guard_result
@@ -36,6 +35,7 @@ from supervisor_graph.nodes.scope.lookup import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import USAGE_BY_AGENT_KEY
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, complete_node
+from supervisor_graph.nodes.turn.tools import ended_by_cancel
 
 __all__ = ["abort_delegation", "complete_hook", "finish_delegation", "make_complete_node", "result_message"]
 
@@ -102,25 +102,21 @@ async def complete_hook(
     hook = opts.delegation.on_delegation_complete
     if hook is None:
         return None, False
-    tool_call_id = record.tool_call_id
     ctx = DelegationCompleteContext(
         primitive_id=sub_id,
         result=record.to_result(),
         success=record.success,
         error=record.error,
         messages=list(record.messages),
-        tool_call_id=tool_call_id,
+        tool_call_id=record.tool_call_id,
         run_id=handle.run_id,
     )
     throw = opts.delegation.hook_error_strategy == "throw"
-    try:
-        outcome: DelegationCompleteResult = await run_hook(hook, ctx, DelegationCompleteResult, "on_delegation_complete")
-    except HookFailed as failure:
-        record_hook_error(handle, failure, sub_id, tool_call_id, warn=not throw)
-        outcome = DelegationCompleteResult()
-        if throw and record.success:
-            # the delegation becomes a failure; a failed one keeps its own error
-            record.success, record.error, record.text = False, failure.cause, ""
+    outcome: DelegationCompleteResult
+    outcome, thrown = await run_delegation_hook(handle, throw, hook, ctx, DelegationCompleteResult, "on_delegation_complete")
+    if thrown is not None and record.success:
+        # the delegation becomes a failure; a failed one keeps its own error
+        record.success, record.error, record.text = False, thrown.cause, ""
     if outcome.result_text is not None:
         record.result_text = outcome.result_text
     return outcome, ctx.bailed
@@ -141,49 +137,40 @@ async def abort_delegation(opts: RunOptions, handle: RunHandle, record: Delegati
         log.warning("on_delegation_complete for %r took over %.0f s after the abort; not waited for", sub_id, ABORT_HOOK_GRACE_S)
 
 
-async def finish_delegation(
-    config: RunnableConfig,
-    opts: RunOptions,
-    handle: RunHandle,
-    record: DelegationRecord,
-    call: dict[str, Any],
-    key: str,
-    artifact: dict[str, Any],
-    emit: Emitter,
-    namespace: str,
-    preview: int | None = None,
-    *,
-    guarded: frozenset[str] = frozenset(),
-    task: dict[str, Any] | None = None,
-    parent: Any = None,
-) -> Command[Any]:
+async def finish_delegation(delegation: Delegation) -> Command[Any]:
     """What a subagent node returns once its subagent (local or remote) has run: on to
-    `<key>.complete` when the run has that hook or the parent guards results (`guarded`:
-    the boundaries its guards watch; `task`, the delegation's, is what a guard's retry
-    runs again), else the tool result for the supervisor (a caller's cancel inside the
-    delegation stops the parent too)."""
+    `<key>.complete` when the run has that hook or the parent guards results (a guard's
+    retry runs the delegation's task again, where it can be), else the tool result for
+    the supervisor (a caller's cancel inside the delegation stops the parent too)."""
+    config, handle, record, emit = delegation.config, delegation.handle, delegation.record, delegation.emit
+    parent, key, call, namespace = delegation.parent, delegation.key, delegation.call, delegation.namespace
+    guarded = "result" in parent.guarded
+    artifact = delegation.artifact()
+    if ended_by_cancel(record.messages):  # the caller cancelled a suspended call: stop here too
+        artifact["cancelled"] = True
     if record.usage_by_agent:
         # checkpointed with the tool message, so the parent's usage by agent survives a
         # pause, a resume and a new process exactly as its usage does
         artifact[USAGE_BY_AGENT_KEY] = record.usage_by_agent
-    hooked = opts.delegation.on_delegation_complete is not None
+    hooked = delegation.opts.delegation.on_delegation_complete is not None
     payload: dict[str, Any] = {"call": call, "artifact": artifact, "text": record.text, "prompt": record.prompt}
-    if "result" in guarded:  # a guard's retry runs the delegation again (SPEC §30)
-        payload["task"], payload["namespace"] = task, namespace
-    if "result" in guarded and not hooked and parent is not None:  # its guards decide here (SPEC §30)
+    if guarded:  # a guard's retry runs the delegation again (SPEC §30)
+        payload["task"] = delegation.task if delegation.rerunnable else None
+        payload["namespace"] = namespace
+    if guarded and not hooked:  # its guards decide here (SPEC §30)
         if record.success:
             again = await guard_result(parent, key, record.agent_id, payload, artifact, record, handle, config, emit, in_node=True)
             if again is not None:
                 return again  # run again with the guard's feedback, or to `<key>.complete` for a person
         await announce_result(config, handle, record, namespace, emit)
-    elif "result" not in guarded:  # else once its guards have decided, in `<key>.complete`
+    elif not guarded:  # else once its guards have decided, in `<key>.complete`
         summary = {**record.summary(), "namespace": namespace}
         if emit.active:
             emit("delegation-complete", summary)
         await announce(config, "delegation-complete", summary, handle.agent_path)
-    if hooked or ("result" in guarded and parent is None):
+    if hooked:
         return Command(goto=Send(complete_node(key), payload))
-    message = result_message(opts, handle, record, call, artifact, preview)
+    message = result_message(delegation.opts, handle, record, call, artifact, parent.preview_tokens.get(key))
     if emit.active:
         emit(
             "tool-result" if record.success else "tool-error",

@@ -9,13 +9,13 @@ subagent's model context, which is rebuilt whenever that node runs, also on resu
 Each concern has a module of its own; this one gathers their public names, which the
 rest of the library imports from here:
 
-- `delegation_result`: `DelegationRecord`, `DelegationResult`, `DelegationAbortedError`, `failure_text`
-- `delegation_hooks`: the hooks' contexts and results, running a hook, recording its failure
-- `delegation_view`: the parent's conversation as a subagent sees it, `message_filter`
-- `delegation_start`: the `<key>.start` node
-- `delegation_complete`: the `<key>.complete` node and the supervisor's tool result
-- `delegation_transcript`: a record filled in from the subagent's last state
-- `context`: the run-identity keys of a request context and its JSON check
+- `result`: `DelegationRecord`, `DelegationResult`, `DelegationAbortedError`, `failure_text`
+- `hooks`: the hooks' contexts and results, running a hook, recording its failure
+- `view`: the parent's conversation as a subagent sees it, `message_filter`
+- `start`: the `<key>.start` node
+- `complete`: the `<key>.complete` node and the supervisor's tool result
+- `transcript`: a record filled in from the subagent's last state
+- `nodes.scope.context`: the run-identity keys of a request context and its JSON check
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ __all__ = [
     "DelegationStartResult",
     "HookFailed",
     "record_hook_error",
+    "run_delegation_hook",
     "run_hook",
     "validate_hook_result",
 ]
@@ -128,6 +129,20 @@ async def run_hook(hook: Callable[..., Any], context: Any, model: type[BaseModel
         return validate_hook_result(model, await maybe_await(hook(context)), name)
     except Exception as exc:  # noqa: BLE001 - hook failures follow the hook-error strategy
         raise HookFailed(name, exc) from exc
+
+
+async def run_delegation_hook(
+    handle: RunHandle, throw: bool, hook: Callable[..., Any], context: Any, model: type[BaseModel], name: str
+) -> tuple[Any, HookFailed | None]:
+    """Run `on_delegation_start` or `on_delegation_complete` under the run's hook-error
+    strategy (SPEC §6.6): its result, else (it failed, and the failure is recorded) the
+    default `model()`, with the failure when the strategy is `throw` (`throw`), for the
+    caller to fail the delegation with."""
+    try:
+        return await run_hook(hook, context, model, name), None
+    except HookFailed as failure:
+        record_hook_error(handle, failure, context.primitive_id, context.tool_call_id, warn=not throw)
+        return model(), failure if throw else None
 
 
 def record_hook_error(handle: RunHandle, failure: HookFailed, primitive_id: str, tool_call_id: str, warn: bool) -> None:

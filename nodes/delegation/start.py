@@ -17,13 +17,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from supervisor_graph.checkpointers.compat import read_channel
-from supervisor_graph.nodes.delegation.hooks import (
-    DelegationStartContext,
-    DelegationStartResult,
-    HookFailed,
-    record_hook_error,
-    run_hook,
-)
+from supervisor_graph.nodes.delegation.hooks import DelegationStartContext, DelegationStartResult, run_delegation_hook
 from supervisor_graph.nodes.delegation.result import failure_text
 from supervisor_graph.nodes.guards.boundaries import GUARD_CHECKED, GUARD_HELD, guard_delegation, guard_delegation_held
 from supervisor_graph.nodes.observability.events import Emitter
@@ -70,16 +64,11 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
             run_id=handle.run_id,
         )
         throw = opts.delegation.hook_error_strategy == "throw"
-        try:
-            decision: DelegationStartResult = await run_hook(hook, ctx, DelegationStartResult, "on_delegation_start")
-        except HookFailed as failure:
-            record_hook_error(handle, failure, sub_id, tool_call_id, warn=not throw)
-            if throw:
-                failed = ToolMessage(
-                    content=failure_text(sub_id), tool_call_id=tool_call_id, name=call["name"], status="error"
-                )
-                return Command(update={"messages": [failed]}, goto=SUPERVISOR_NODE)
-            decision = DelegationStartResult()
+        decision: DelegationStartResult
+        decision, thrown = await run_delegation_hook(handle, throw, hook, ctx, DelegationStartResult, "on_delegation_start")
+        if thrown is not None:
+            failed = ToolMessage(content=failure_text(sub_id), tool_call_id=tool_call_id, name=call["name"], status="error")
+            return Command(update={"messages": [failed]}, goto=SUPERVISOR_NODE)
         if not decision.proceed:
             reason = decision.rejection_reason or DEFAULT_REJECTION
             rejected = ToolMessage(content=f"[Delegation Rejected] {reason}", tool_call_id=tool_call_id, name=call["name"])

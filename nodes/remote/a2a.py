@@ -27,7 +27,7 @@ from langgraph.types import interrupt
 from supervisor_graph.checkpointers.compat import is_resuming
 from supervisor_graph.nodes.observability.otel import traceparent_headers
 from supervisor_graph.nodes.options import RunHandle
-from supervisor_graph.nodes.remote.delegation import RemoteDelegation, remote_delegation_node
+from supervisor_graph.nodes.remote.delegation import RemoteDelegation, RemoteEndpoint, remote_delegation_node
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import zero_usage
 
@@ -40,14 +40,9 @@ _TASKS_KEPT = 1024
 
 
 @dataclass(frozen=True, slots=True)
-class A2ASpec:
+class A2ASpec(RemoteEndpoint):
     """What the node needs of an `A2AAgent`."""
 
-    agent_id: str
-    url: str
-    headers: tuple[tuple[str, str], ...] = ()
-    timeout: float = 300.0
-    connect_timeout: float = 10.0
     streaming: bool = True
 
 

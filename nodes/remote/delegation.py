@@ -1,74 +1,77 @@
 """One delegation to a subagent on a server of its own (SPEC §21, §27): what the
 LangGraph-server node (`nodes.remote.langgraph`) and the A2A node (`nodes.remote.a2a`) share.
 
-`delegate_remotely` opens the delegation (its scope, the call, the record, the
-`delegation-start` announcement), hands the protocol's own exchange a `RemoteDelegation`
-(the filtered parent conversation, the request context, the subagent's text deltas),
-counts what it spent, turns a failure into a failed delegation, and finishes it as a
-local subagent's delegation is finished.
+A remote delegation goes through the same lifecycle as a local one
+(`nodes.delegation.lifecycle`: start, run, complete); its way to run is the
+protocol's own exchange, handed a `RemoteDelegation` (the filtered parent conversation,
+the request context, the subagent's text deltas), after which what it spent is counted
+against the run's budgets.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from supervisor_graph.checkpointers.compat import read_channel
-from supervisor_graph.nodes.delegation.complete import abort_delegation, finish_delegation
-from supervisor_graph.nodes.delegation.result import DelegationRecord, abort_reason, mark_aborted
+from supervisor_graph.nodes.delegation.lifecycle import open_delegation, run_and_complete
+from supervisor_graph.nodes.delegation.opening import Delegation
+from supervisor_graph.nodes.delegation.result import abort_reason, mark_aborted
 from supervisor_graph.nodes.delegation.view import apply_message_filter, model_view
 from supervisor_graph.nodes.errors import log_failure
-from supervisor_graph.nodes.guards.boundaries import guard_delegation_in_node
-from supervisor_graph.nodes.observability.events import EVENT_KEY, Emitter
-from supervisor_graph.nodes.observability.tracing import announce
-from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.observability.events import EVENT_KEY
+from supervisor_graph.nodes.options import RunContext, RunHandle
 from supervisor_graph.nodes.scope.context import RUN_IDENTITY_KEYS
-from supervisor_graph.nodes.scope.lookup import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.state import zero_usage
 from supervisor_graph.nodes.steps.budget import spend
 
-__all__ = ["RemoteDelegation", "delegate_remotely", "remote_delegation_node"]
+__all__ = ["RemoteDelegation", "RemoteEndpoint", "remote_delegation_node"]
 
 log = logging.getLogger("supervisor_graph")
 
 
+@dataclass(frozen=True, slots=True)
+class RemoteEndpoint:
+    """Where a remote subagent is served, and how long its server may take."""
+
+    agent_id: str
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    timeout: float = 300.0
+    connect_timeout: float = 10.0
+
+
 @dataclass(slots=True)
-class RemoteDelegation:
+class RemoteDelegation(Delegation):
     """One open delegation to a remote subagent, as its protocol's exchange sees it."""
 
-    task: Any
-    config: RunnableConfig
-    opts: RunOptions
-    handle: RunHandle
-    record: DelegationRecord
-    emit: Emitter
-    namespace: str
     remote: dict[str, Any] = field(default_factory=dict)
     """What the delegation's artifact says of the remote side (its url, ids); the exchange
     may add to it as it learns them."""
+    protocol: str = "remote"
+    """The protocol's name in a failure's log line."""
 
-    @property
-    def agent_id(self) -> str:
-        return self.record.agent_id
-
-    @property
-    def prompt(self) -> str:
-        return self.record.prompt
+    rerunnable: ClassVar[bool] = False  # nothing here can run the remote exchange again
 
     @property
     def path(self) -> tuple[str, ...]:
         """The subagent's agent path (its chunks are attributed to it)."""
         return (*self.handle.agent_path, self.record.agent_id)
+
+    def where(self) -> dict[str, Any]:
+        return {"remote": self.remote}
+
+    def failed(self, exc: Exception) -> None:
+        """An unreachable or failing server (or a failing message filter, as raised) is a
+        failed delegation."""
+        self.record.success, self.record.error, self.record.finish_reason = False, exc, "error"
+        log_failure(log, logging.WARNING, f"{self.protocol} delegation to %r failed", exc, self.agent_id)
 
     def request_context(self) -> dict[str, Any]:
         """The request context the remote gets: the delegation's own (`task`), else the
@@ -106,81 +109,6 @@ class RemoteDelegation:
         )
 
 
-async def delegate_remotely(
-    parent: AgentSpec,
-    key: str,
-    agent_id: str,
-    task: Any,
-    config: RunnableConfig,
-    runtime: Runtime[RunContext],
-    *,
-    thread_of: Callable[[Any, str, str], str],
-    remote: dict[str, Any],
-    exchange: Callable[[RemoteDelegation], Awaitable[None]],
-    protocol: str,
-) -> Command[Any]:
-    """Run one delegation to a remote subagent. `thread_of(parent thread, namespace, tool
-    call id)`: the remote thread (or context) of the delegation, its
-    `sub_agent_thread_id`; `remote`: what the artifact says of the remote side;
-    `exchange`: the protocol's own part, which sets the record's text, usage and finish
-    reason (its pause, a `GraphBubbleUp`, pauses the parent; any other exception is a
-    failed delegation, logged as a `protocol` delegation's failure)."""
-    opts, handle = run_scope(parent, config, runtime)
-    if parent.guarded:  # the `delegation` boundary, before anything is sent (SPEC §30)
-        task, stopped = await guard_delegation_in_node(parent, key, agent_id, task, handle, config, Emitter(runtime, handle))
-        if stopped is not None:
-            return stopped
-    call = task["call"]
-    tool_call_id = call["id"] or ""
-    prompt = task["prompt"]
-    configurable = config.get("configurable") or {}
-    namespace = configurable.get("checkpoint_ns", "")
-    thread_id = thread_of(configurable.get("thread_id"), namespace, tool_call_id)
-    record = DelegationRecord(
-        tool_call_id=tool_call_id,
-        key=key,
-        agent_id=agent_id,
-        prompt=prompt,
-        sub_agent_thread_id=thread_id,
-        usage=zero_usage(),
-    )
-    handle.delegations[tool_call_id] = record
-    emit = Emitter(runtime, handle)
-    announced = {
-        "tool_call_id": tool_call_id,
-        "agent_key": key,
-        "agent_id": agent_id,
-        "prompt": prompt,
-        "namespace": namespace,
-    }
-    emit("delegation-start", announced)
-    await announce(config, "delegation-start", announced, handle.agent_path)
-    delegation = RemoteDelegation(task, config, opts, handle, record, emit, namespace, dict(remote))
-    try:
-        await exchange(delegation)
-        spend(handle.budget, record.usage)  # counted against this run's budgets once it has ended (SPEC §25)
-        if record.finish_reason == "abort":  # the remote run was aborted: not an answer
-            mark_aborted(record, abort_reason(handle.abort_signal))
-    except GraphBubbleUp:
-        raise  # this graph's own pause: the parent's caller answers it
-    except asyncio.CancelledError:  # this run was aborted: the exchange cancelled the remote run
-        await abort_delegation(opts, handle, record, agent_id)
-        raise
-    except Exception as exc:  # noqa: BLE001 - an unreachable or failing server is a failed delegation
-        record.success, record.error, record.finish_reason = False, exc, "error"
-        log_failure(log, logging.WARNING, f"{protocol} delegation to %r failed", exc, agent_id)
-
-    artifact = {
-        "agent_id": agent_id,
-        "success": record.success,
-        "usage": record.usage,
-        "finish_reason": record.finish_reason,
-        "sub_agent_thread_id": thread_id,
-        "remote": delegation.remote,
-    }
-    return await finish_delegation(config, opts, handle, record, call, key, artifact, emit, namespace, guarded=parent.guarded, parent=parent)
-
-
 def remote_delegation_node(
     parent: AgentSpec,
     key: str,
@@ -191,22 +119,27 @@ def remote_delegation_node(
     exchange: Callable[[RemoteDelegation], Awaitable[None]],
     protocol: str,
 ) -> Any:
-    """The graph node (named `key`) that runs each delegation to subagent `key` with
-    `delegate_remotely`."""
+    """The graph node (named `key`) that runs each delegation to remote subagent `key`.
+    `thread_of(parent thread, namespace, tool call id)`: the remote thread (or context)
+    of the delegation, its `sub_agent_thread_id`; `remote`: what the artifact says of the
+    remote side; `exchange`: the protocol's own part, which sets the record's text, usage
+    and finish reason (its pause, a `GraphBubbleUp`, pauses the parent; any other
+    exception is a failed delegation, logged as a `protocol` delegation's failure)."""
+
+    def locate(namespace: str, tool_call_id: str, parent_thread: Any, handle: RunHandle) -> tuple[str | None, str | None]:
+        return thread_of(parent_thread, namespace, tool_call_id), None
+
+    async def run_remotely(delegation: RemoteDelegation) -> None:
+        await exchange(delegation)
+        spend(delegation.handle.budget, delegation.record.usage)  # counted once it has ended (SPEC §25)
+        if delegation.record.finish_reason == "abort":  # the remote run was aborted: not an answer
+            mark_aborted(delegation.record, abort_reason(delegation.handle.abort_signal))
 
     async def run_remote_delegation(task: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
-        return await delegate_remotely(
-            parent,
-            key,
-            agent_id,
-            task,
-            config,
-            runtime,
-            thread_of=thread_of,
-            remote=remote,
-            exchange=exchange,
-            protocol=protocol,
+        opened = await open_delegation(
+            parent, key, agent_id, task, config, runtime, locate, RemoteDelegation, remote=dict(remote), protocol=protocol
         )
+        return await run_and_complete(opened, run_remotely)
 
     run_remote_delegation.__name__ = key
     return run_remote_delegation

@@ -23,7 +23,7 @@ from supervisor_graph.nodes.delegation.result import DelegationRecord
 from supervisor_graph.nodes.errors import SupervisorGraphError
 from supervisor_graph.nodes.observability.otel import traceparent_headers
 from supervisor_graph.nodes.options import RunHandle
-from supervisor_graph.nodes.remote.delegation import RemoteDelegation, remote_delegation_node
+from supervisor_graph.nodes.remote.delegation import RemoteDelegation, RemoteEndpoint, remote_delegation_node
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import zero_usage
 from supervisor_graph.nodes.text import text_of_content
@@ -34,16 +34,11 @@ __all__ = ["RemoteNotResumableError", "RemoteSpec", "make_remote_node", "remote_
 _MODES = ["messages-tuple", "values"]
 
 
-@dataclass(frozen=True, slots=True)
-class RemoteSpec:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteSpec(RemoteEndpoint):
     """What the node needs of a `RemoteAgent`."""
 
-    agent_id: str
-    url: str
     graph_id: str
-    headers: tuple[tuple[str, str], ...] = ()
-    timeout: float = 300.0
-    connect_timeout: float = 10.0
     resumable: bool = True
 
     def client(self) -> Any:
