@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ag_ui.core import BaseEvent, RunErrorEvent
 
+from supervisor_graph.agui.events import RunTranslator
 from supervisor_graph.agui.frontend import InputError
 from supervisor_graph.agui.interrupts import ResumeError
 from supervisor_graph.checkpointers.outages import StorageUnavailableError
@@ -23,9 +23,6 @@ from supervisor_graph.declaration.errors import (
 )
 from supervisor_graph.nodes.errors import log_failure
 from supervisor_graph.nodes.steps.decisions import DecisionError
-
-if TYPE_CHECKING:
-    from supervisor_graph.agui.events import RunTranslator
 
 __all__ = ["STORAGE_UNAVAILABLE_MESSAGE", "RunRecord", "client_error", "failed", "refused", "storage_outage"]
 
