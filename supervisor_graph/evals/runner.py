@@ -95,6 +95,8 @@ async def run(
         from supervisor_graph.evals.remote import RemoteTarget
 
         agent = RemoteTarget(url, agent=agent, headers=headers)
+    elif headers is not None:  # refused, never dropped unsent
+        raise TypeError("headers= goes with url= (the endpoint they are sent to)")
     if repeat < 1 or concurrency < 1:
         raise ValueError("repeat and concurrency must be at least 1")
     runner, loaded, file, scorers = prepare(agent, cases, file)
