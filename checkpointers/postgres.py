@@ -40,7 +40,7 @@ import logging
 import select
 import time
 from contextlib import AsyncExitStack, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -159,20 +159,76 @@ def _mid_protocol(conn: Any) -> bool:
     )
 
 
+class _OutageWatch:
+    """What a `StoragePool` knows of an outage of its database (the module docstring's
+    failing fast): since when it is down, and the one try at a time that says it is back."""
+
+    _down_since: float | None = None
+    _last_try: float = 0.0
+    _told_down = False
+    _probing: asyncio.Future[None] | None = None
+    # what a try of the database connects with (the pool's own conninfo may be a callable)
+    probe_url: str = ""
+    probe_kwargs: dict[str, Any] = {}  # noqa: RUF012 - replaced per pool, never mutated
+
+    if TYPE_CHECKING:
+
+        async def check(self) -> None: ...  # the pool's: checks its idle connections
+
+    def _went_down(self) -> None:
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+
+    async def _try_database(self) -> None:
+        """During an outage: one connection of our own says whether the database is
+        back. Checkouts meanwhile share the try in progress; within PROBE_INTERVAL of
+        a failed one they fail at once."""
+        if self._probing is None:
+            now = time.monotonic()
+            if now - self._last_try < PROBE_INTERVAL:
+                raise StorageUnavailableError(f"{WHAT} is unavailable (no connection); try again once it is back")
+            self._last_try = now
+            self._probing = asyncio.ensure_future(self._connect_once())
+        probing = self._probing
+        try:
+            await asyncio.shield(probing)
+        except StorageUnavailableError as exc:  # each caller its own error (tracebacks)
+            raise StorageUnavailableError(str(exc), exc.reason) from exc.__cause__
+        finally:
+            if self._probing is probing and probing.done():
+                self._probing = None
+
+    async def _connect_once(self) -> None:
+        from psycopg import AsyncConnection
+
+        try:
+            probe = await AsyncConnection.connect(self.probe_url, **self.probe_kwargs)
+        except Exception as exc:
+            if not self._told_down:
+                self._told_down = True
+                log.warning("the Postgres database is unreachable; statements fail until it is back")
+            error = unavailable(exc, WHAT) or StorageUnavailableError(
+                f"{WHAT} is unavailable (no connection); try again once it is back"
+            )
+            raise error from exc
+        await probe.close()
+        self._last_try = 0.0  # a connection found broken later is tried at once, not failed
+        down_for = time.monotonic() - (self._down_since or time.monotonic())
+        # the idle connections a restart closed go now, one check each, not one
+        # outage each at their next checkout
+        await self.check()
+        self._down_since = None
+        if self._told_down:
+            self._told_down = False
+            log.warning("the Postgres database is back after %.1f s", down_for)
+
+
 def _pool_class() -> type:
-    from psycopg import AsyncConnection
+    """`StoragePool`, made when first needed (psycopg_pool is the postgres extra's)."""
     from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-    class StoragePool(AsyncConnectionPool[Any]):
+    class StoragePool(AsyncConnectionPool[Any], _OutageWatch):
         """`AsyncConnectionPool` with the checkout described in the module docstring."""
-
-        _down_since: float | None = None
-        _last_try: float = 0.0
-        _told_down = False
-        _probing: asyncio.Future[None] | None = None
-        # what a try of the database connects with (the pool's own conninfo may be a callable)
-        probe_url: str = ""
-        probe_kwargs: dict[str, Any] = {}  # noqa: RUF012 - replaced per pool, never mutated
 
         async def getconn(self, timeout: float | None = None) -> Any:
             deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
@@ -214,51 +270,6 @@ def _pool_class() -> type:
                 log.warning("discarding a pooled connection left mid-protocol (pipeline mode or a statement unread)")
                 await conn.close()
             await super().putconn(conn)
-
-        def _went_down(self) -> None:
-            if self._down_since is None:
-                self._down_since = time.monotonic()
-
-        async def _try_database(self) -> None:
-            """During an outage: one connection of our own says whether the database is
-            back. Checkouts meanwhile share the try in progress; within PROBE_INTERVAL of
-            a failed one they fail at once."""
-            if self._probing is None:
-                now = time.monotonic()
-                if now - self._last_try < PROBE_INTERVAL:
-                    raise StorageUnavailableError(f"{WHAT} is unavailable (no connection); try again once it is back")
-                self._last_try = now
-                self._probing = asyncio.ensure_future(self._connect_once())
-            probing = self._probing
-            try:
-                await asyncio.shield(probing)
-            except StorageUnavailableError as exc:  # each caller its own error (tracebacks)
-                raise StorageUnavailableError(str(exc), exc.reason) from exc.__cause__
-            finally:
-                if self._probing is probing and probing.done():
-                    self._probing = None
-
-        async def _connect_once(self) -> None:
-            try:
-                probe = await AsyncConnection.connect(self.probe_url, **self.probe_kwargs)
-            except Exception as exc:
-                if not self._told_down:
-                    self._told_down = True
-                    log.warning("the Postgres database is unreachable; statements fail until it is back")
-                error = unavailable(exc, WHAT) or StorageUnavailableError(
-                    f"{WHAT} is unavailable (no connection); try again once it is back"
-                )
-                raise error from exc
-            await probe.close()
-            self._last_try = 0.0  # a connection found broken later is tried at once, not failed
-            down_for = time.monotonic() - (self._down_since or time.monotonic())
-            # the idle connections a restart closed go now, one check each, not one
-            # outage each at their next checkout
-            await self.check()
-            self._down_since = None
-            if self._told_down:
-                self._told_down = False
-                log.warning("the Postgres database is back after %.1f s", down_for)
 
     return StoragePool
 

@@ -25,7 +25,7 @@ from supervisor_graph.checkpointers.leases import (
     LocalLeases,
     SqliteLeases,
 )
-from supervisor_graph.checkpointers.outages import SAVER_METHODS, translating, unavailable
+from supervisor_graph.checkpointers.outages import SAVER_METHODS, outages_as, translating
 from supervisor_graph.checkpointers.postgres import PoolOptions
 from supervisor_graph.checkpointers.sqlite import SqliteCheckpointer, Synchronous
 
@@ -107,52 +107,60 @@ async def open_storage(
             with_delta_cache(InMemorySaver, compact_versions=True)(), InMemoryStore(), LocalLeases(lease_ttl)
         )
     if kind == "postgres":
-        try:
-            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-            from langgraph.store.postgres.aio import AsyncPostgresStore
-
-            from supervisor_graph.checkpointers.postgres import (
-                PostgresLeases,
-                open_pool,
-                pooled_saver,
-                pooled_store,
-                wait_setup_lock,
-            )
-        except ImportError as exc:  # pragma: no cover - depends on the extra
-            raise ImportError(
-                "postgresql:// storage needs the postgres extra: pip install 'supervisor-graph[postgres]'"
-            ) from exc
-        # One pool for the checkpointer, the store and the leases (checkpointers/postgres.py):
-        # broken connections are replaced, so the process outlives a database restart.
-        pool = await open_pool(storage, pool_options or PoolOptions(), stack)
-        postgres_class: Any = with_delta_cache(pooled_saver(AsyncPostgresSaver))
-        postgres = postgres_class(pool)
-        pg_store = pooled_store(AsyncPostgresStore)(pool)
-        # Concurrent first starts race in CREATE TABLE / migrations (UniqueViolation on
-        # pg_type): one process at a time sets up, the others then find it done. Waiters
-        # poll with pg_try_advisory_lock instead of blocking in pg_advisory_lock: a session
-        # blocked there holds a snapshot, which CREATE INDEX CONCURRENTLY (a migration)
-        # waits for, and Postgres reports a deadlock. The lock is a session's, so one
-        # connection is held for lock, set-up and unlock; the set-up takes others.
-        try:
-            async with pool.connection() as conn:
-                await wait_setup_lock(conn, SETUP_LOCK_KEY)
-                try:
-                    await postgres.setup()
-                    await pg_store.setup()
-                    leases: Leases = await PostgresLeases.open(pool, stack, lease_ttl)
-                finally:
-                    await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
-        except Exception as exc:
-            error = unavailable(exc, "the Postgres database")
-            if error is None or error is exc:
-                raise
-            raise error from exc
-        return Storage(postgres, pg_store, leases)
-    from supervisor_graph.checkpointers.sqlite_store import SqliteStore
-
+        return await _open_postgres(storage, stack, lease_ttl, pool_options or PoolOptions())
     path = str(storage) if isinstance(storage, Path) else _sqlite_path(storage)
     assert path is not None
+    return await _open_sqlite(path, stack, lease_ttl, sqlite_synchronous, busy_timeout)
+
+
+async def _open_postgres(url: str, stack: AsyncExitStack, lease_ttl: float, pool_options: PoolOptions) -> Storage:
+    """A Postgres database's storage, on one pool, its schema set up by one process at a time."""
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from langgraph.store.postgres.aio import AsyncPostgresStore
+
+        from supervisor_graph.checkpointers.postgres import (
+            PostgresLeases,
+            open_pool,
+            pooled_saver,
+            pooled_store,
+            wait_setup_lock,
+        )
+    except ImportError as exc:  # pragma: no cover - depends on the extra
+        raise ImportError(
+            "postgresql:// storage needs the postgres extra: pip install 'supervisor-graph[postgres]'"
+        ) from exc
+    # One pool for the checkpointer, the store and the leases (checkpointers/postgres.py):
+    # broken connections are replaced, so the process outlives a database restart.
+    pool = await open_pool(url, pool_options, stack)
+    postgres_class: Any = with_delta_cache(pooled_saver(AsyncPostgresSaver))
+    postgres = postgres_class(pool)
+    pg_store = pooled_store(AsyncPostgresStore)(pool)
+    # Concurrent first starts race in CREATE TABLE / migrations (UniqueViolation on
+    # pg_type): one process at a time sets up, the others then find it done. Waiters
+    # poll with pg_try_advisory_lock instead of blocking in pg_advisory_lock: a session
+    # blocked there holds a snapshot, which CREATE INDEX CONCURRENTLY (a migration)
+    # waits for, and Postgres reports a deadlock. The lock is a session's, so one
+    # connection is held for lock, set-up and unlock; the set-up takes others.
+    with outages_as("the Postgres database"):
+        async with pool.connection() as conn:
+            await wait_setup_lock(conn, SETUP_LOCK_KEY)
+            try:
+                await postgres.setup()
+                await pg_store.setup()
+                leases: Leases = await PostgresLeases.open(pool, stack, lease_ttl)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
+    return Storage(postgres, pg_store, leases)
+
+
+async def _open_sqlite(
+    path: str, stack: AsyncExitStack, lease_ttl: float, synchronous: Synchronous, busy_timeout: float
+) -> Storage:
+    """A sqlite file's storage (its folder made), on connections of its own for the
+    checkpointer and the store, set up by one process at a time."""
+    from supervisor_graph.checkpointers.sqlite_store import SqliteStore
+
     if path != ":memory:":
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
     target = str(Path(path).expanduser()) if path != ":memory:" else path
@@ -163,23 +171,18 @@ async def open_storage(
     # generators, which asyncio's shutdown closes all at once, racing `Memory`'s closer
     # of this stack (a traceback at exit of a program that never closed its memory).
     conn = await stack.enter_async_context(connect(target, timeout=busy_timeout))
-    sqlite = saver_class(conn, synchronous=sqlite_synchronous)
+    sqlite = saver_class(conn, synchronous=synchronous)
     stack.push_async_callback(sqlite.flush)
     # the store retries a batch that found the file locked for `busy_timeout` in all
     store_conn = await stack.enter_async_context(connect(target, isolation_level=None, timeout=min(busy_timeout, 5.0)))
     sqlite_store = SqliteStore(store_conn, retry_for=busy_timeout)
     # Concurrent first starts race in `PRAGMA journal_mode=WAL` and CREATE TABLE
     # ("database is locked"): one process at a time sets up.
-    try:
+    with outages_as("the sqlite database"):
         async with setup_lock(target):
             await sqlite.setup()
             await sqlite_store.setup()
             leases = await SqliteLeases.open(target, stack, lease_ttl, busy_timeout=busy_timeout)
-    except Exception as exc:
-        error = unavailable(exc, "the sqlite database")
-        if error is None or error is exc:
-            raise
-        raise error from exc
     return Storage(sqlite, sqlite_store, leases)
 
 

@@ -8,6 +8,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
@@ -30,7 +31,7 @@ from supervisor_graph.agui.events import Reopen, RunSettings, RunTranslator
 from supervisor_graph.agui.frontend import FrontendTools, InputError
 from supervisor_graph.agui.interrupts import MASTRA, SUPERVISOR_GRAPH, Pause, plan_resume
 from supervisor_graph.agui.messages import new_messages
-from supervisor_graph.agui.outcomes import RunRecord, client_error
+from supervisor_graph.agui.outcomes import RunRecord, failed, refused
 from supervisor_graph.agui.remote import RemoteBridge
 from supervisor_graph.agui.serving import root_thread, thread_id_problem
 from supervisor_graph.agui.state import SharedState, snapshot
@@ -304,107 +305,134 @@ class AGUIAgent:
                 yield event
             return
         await self._after_stopping(input.thread_id)
-        resuming = bool(input.resume)
         try:
-            resource = await self.access(request, input.thread_id)  # the length is the HTTP layer's limit
-            if NS_JOIN in input.thread_id:
-                raise InputError("INVALID_THREAD_ID", f"Runs go to a top-level thread, not to {NS_JOIN!r} threads of one.")
-            agent, frontend = self._tools.agent_for(input.tools)
-            memory = {"thread": input.thread_id, "resource": resource}
-            props = input.forwarded_props if isinstance(input.forwarded_props, dict) else {}
-            options: dict[str, Any] = {
-                "memory": memory,
-                "abort_signal": controller.signal,
-                "request_context": {
-                    "ag_ui": {
-                        "run_id": input.run_id,
-                        "context": [c.model_dump(mode="json") for c in input.context or []],
-                        "forwarded_props": input.forwarded_props,
-                    }
-                },
-            }
-            try:  # double texting (SPEC §29)
-                on_busy = options["on_busy"] = check_on_busy(props.get("on_busy", self.on_busy), "forwardedProps.on_busy")
-            except ValueError as exc:
-                raise InputError("INVALID_ON_BUSY", f"{exc}; nothing was run.") from None
-            if props.get("output_schema") is not None:  # a typed answer for this run (SPEC §28)
-                try:
-                    options["output_schema"] = output_schema_of(props["output_schema"], "forwardedProps.output_schema")
-                except ValueError as exc:
-                    raise InputError("INVALID_OUTPUT_SCHEMA", str(exc)) from None
-            try:
-                pending = [Pause.of_value(i.id, i.value) for i in await pending_interrupts(agent, memory=memory)]
-            except ThreadBusyError:
-                if on_busy == "reject" or resuming:
-                    raise
-                pending = []  # a run holds the thread: not paused; the run below waits its turn
-            state_view: dict[str, Any] | None = None
-            if self._state is not None:
-                state_view = await self._state.sync(input.state, input.thread_id, resource, paused=bool(pending))
-            reopen: dict[tuple[str, str], Reopen] = {}
-            if input.resume:
-                answers, chosen = plan_resume(input.resume, pending, self.dialect)
-                for pause in chosen:
-                    reopen[(pause.namespace, pause.tool_call_id)] = Reopen(
-                        full=pause.kind == "approval",
-                        tool_name=pause.tool_name,
-                        args=pause.args,
-                        parent_message_id=await self._parent_message(input.thread_id, pause)
-                        if not pause.namespace or self.subagent_visibility == "attributed"
-                        else None,
-                    )
-                stream = await resume(agent, answers, streaming=True, **options)
-                assert isinstance(stream, AgentStream)
-            else:
-                if pending and on_busy != "rollback":  # rollback discards the paused run
-                    raise InputError(
-                        "INTERRUPT_PENDING",
-                        f"{len(pending)} interrupt(s) are waiting on this thread; answer them with RunAgentInput.resume first.",
-                    )
-                fresh = new_messages(input.messages, await self.memory.get_messages(input.thread_id))
-                if not fresh:
-                    if state_view is not None:
-                        yield snapshot(state_view)
-                    yield RunFinishedEvent(
-                        thread_id=input.thread_id,
-                        run_id=input.run_id,
-                        outcome=RunFinishedSuccessOutcome(),
-                        timestamp=int(time.time() * 1000),
-                    )
-                    return
-                background = agent.has_background_subagents
-                if background and props.get("until_idle", self.until_idle) is not False:
-                    stream = await agent.stream_until_idle(fresh, **options)
-                else:
-                    stream = await agent.stream(fresh, **options)
+            start = await self._start(input, request, controller)
         except Exception as exc:  # noqa: BLE001 - refused before anything ran
-            code, message = client_error(exc, resuming)
-            if code == "AGENT_ERROR":
-                log_failure(log, logging.ERROR, "AG-UI run %s could not start", exc, input.run_id)
-            yield RunErrorEvent(message=message, code=code, timestamp=int(time.time() * 1000))
+            yield refused(exc, bool(input.resume), input.run_id)
             return
+        if start.stream is None:  # no new message: the thread as it is, and the run is over
+            if start.state_view is not None:
+                yield snapshot(start.state_view)
+            yield RunFinishedEvent(
+                thread_id=input.thread_id,
+                run_id=input.run_id,
+                outcome=RunFinishedSuccessOutcome(),
+                timestamp=int(time.time() * 1000),
+            )
+            return
+        stream = start.stream
         holder.append(stream)
         settings = RunSettings(
             dialect=self.dialect,
             attributed=self.subagent_visibility == "attributed",
             omit_subagent_results=self.subagent_tool_results == "omit",
             parts=input.protocol_version == PROTOCOL_VERSION,
-            frontend_tools=frontend,
-            tree=AgentTree(agent),
+            frontend_tools=start.frontend,
+            tree=AgentTree(start.agent),
             shared=self._state,
         )
-        translator = RunTranslator(settings, input.thread_id, input.run_id, reopen, state=state_view)
-        if state_view is not None:
-            yield snapshot(state_view)
+        translator = RunTranslator(settings, input.thread_id, input.run_id, start.reopen, state=start.state_view)
+        if start.state_view is not None:
+            yield snapshot(start.state_view)
         async for chunk in stream.full_stream:
             for event in translator.on_chunk(chunk):
                 yield event
         try:
             result = await stream.result()
         except Exception as exc:  # noqa: BLE001 - the run failed: RUN_ERROR, details in the log
-            log_failure(log, logging.ERROR, "AG-UI run %s failed", exc, input.run_id)
-            for event in translator.fail(*client_error(exc, False)):
+            for event in failed(translator, exc, input.run_id):
                 yield event
             return
         for event in translator.finish(result):
             yield event
+
+    async def _start(self, input: RunAgentInput, request: Any, controller: AbortController) -> _Start:
+        """The run a request asks for, started (a resume, or a run on its new messages;
+        none when it has none), with what its events are translated with. Raises what
+        refuses it before anything ran."""
+        resource = await self.access(request, input.thread_id)  # the length is the HTTP layer's limit
+        if NS_JOIN in input.thread_id:
+            raise InputError("INVALID_THREAD_ID", f"Runs go to a top-level thread, not to {NS_JOIN!r} threads of one.")
+        agent, frontend = self._tools.agent_for(input.tools)
+        memory = {"thread": input.thread_id, "resource": resource}
+        props = input.forwarded_props if isinstance(input.forwarded_props, dict) else {}
+        options = self._run_options(input, controller, memory, props)
+        on_busy = options["on_busy"]
+        try:
+            pending = [Pause.of_value(i.id, i.value) for i in await pending_interrupts(agent, memory=memory)]
+        except ThreadBusyError:
+            if on_busy == "reject" or input.resume:
+                raise
+            pending = []  # a run holds the thread: not paused; the run below waits its turn
+        start = _Start(agent, frontend)
+        if self._state is not None:
+            start.state_view = await self._state.sync(input.state, input.thread_id, resource, paused=bool(pending))
+        if input.resume:
+            answers, chosen = plan_resume(input.resume, pending, self.dialect)
+            for pause in chosen:
+                start.reopen[(pause.namespace, pause.tool_call_id)] = await self._reopen(input.thread_id, pause)
+            stream = await resume(agent, answers, streaming=True, **options)
+            assert isinstance(stream, AgentStream)
+            start.stream = stream
+            return start
+        if pending and on_busy != "rollback":  # rollback discards the paused run
+            raise InputError(
+                "INTERRUPT_PENDING",
+                f"{len(pending)} interrupt(s) are waiting on this thread; answer them with RunAgentInput.resume first.",
+            )
+        fresh = new_messages(input.messages, await self.memory.get_messages(input.thread_id))
+        if fresh and agent.has_background_subagents and props.get("until_idle", self.until_idle) is not False:
+            start.stream = await agent.stream_until_idle(fresh, **options)
+        elif fresh:
+            start.stream = await agent.stream(fresh, **options)
+        return start
+
+    def _run_options(
+        self, input: RunAgentInput, controller: AbortController, memory: dict[str, Any], props: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The options of the run a request asks for: its thread, abort signal, request
+        context, and what its forwarded props choose (SPEC §28, §29)."""
+        options: dict[str, Any] = {
+            "memory": memory,
+            "abort_signal": controller.signal,
+            "request_context": {
+                "ag_ui": {
+                    "run_id": input.run_id,
+                    "context": [c.model_dump(mode="json") for c in input.context or []],
+                    "forwarded_props": input.forwarded_props,
+                }
+            },
+        }
+        try:  # double texting (SPEC §29)
+            options["on_busy"] = check_on_busy(props.get("on_busy", self.on_busy), "forwardedProps.on_busy")
+        except ValueError as exc:
+            raise InputError("INVALID_ON_BUSY", f"{exc}; nothing was run.") from None
+        if props.get("output_schema") is not None:  # a typed answer for this run (SPEC §28)
+            try:
+                options["output_schema"] = output_schema_of(props["output_schema"], "forwardedProps.output_schema")
+            except ValueError as exc:
+                raise InputError("INVALID_OUTPUT_SCHEMA", str(exc)) from None
+        return options
+
+    async def _reopen(self, thread_id: str, pause: Pause) -> Reopen:
+        """How a resumed pause's tool call shows again (under its parent's message where
+        the client sees that message)."""
+        attributed = not pause.namespace or self.subagent_visibility == "attributed"
+        return Reopen(
+            full=pause.kind == "approval",
+            tool_name=pause.tool_name,
+            args=pause.args,
+            parent_message_id=await self._parent_message(thread_id, pause) if attributed else None,
+        )
+
+
+@dataclass(slots=True)
+class _Start:
+    """A run a request started, and what its events are translated with (no stream: the
+    request had no new message)."""
+
+    agent: Agent
+    frontend: frozenset[str]
+    stream: AgentStream | None = None
+    reopen: dict[tuple[str, str], Reopen] = field(default_factory=dict)
+    state_view: dict[str, Any] | None = None

@@ -81,26 +81,25 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-SUPERVISOR_GRAPH = Dialect(
-    key="supervisor_graph",
-    approval_prefix="sg-approval",
-    approval_reason="supervisor_graph:tool_approval",
-    suspend_reason="supervisor_graph:tool_suspend",
-    approval_type="tool_approval",
-    suspend_type="suspend",
-    invalid_approval_code="INVALID_TOOL_APPROVAL",
-    camel=False,
-)
-MASTRA = Dialect(
-    key="mastra",
-    approval_prefix="mastra-approval",
-    approval_reason="mastra:tool_approval",
-    suspend_reason="mastra:tool_suspend",
-    approval_type="mastra_tool_approval",
-    suspend_type="mastra_suspend",
-    invalid_approval_code="MASTRA_INVALID_TOOL_APPROVAL",
-    camel=True,
-)
+def _dialect(key: str, id_prefix: str, name_prefix: str, *, camel: bool) -> Dialect:
+    """A dialect's names, each made from its key or its prefixes the same way in both:
+    reasons `<key>:tool_approval`, types and codes under `name_prefix`."""
+    return Dialect(
+        key=key,
+        approval_prefix=f"{id_prefix}-approval",
+        approval_reason=f"{key}:tool_approval",
+        suspend_reason=f"{key}:tool_suspend",
+        approval_type=f"{name_prefix}tool_approval",
+        suspend_type=f"{name_prefix}suspend",
+        invalid_approval_code=f"{name_prefix.upper()}INVALID_TOOL_APPROVAL",
+        camel=camel,
+    )
+
+
+# sg-approval ids, supervisor_graph:tool_approval, tool_approval / suspend, INVALID_TOOL_APPROVAL
+SUPERVISOR_GRAPH = _dialect("supervisor_graph", "sg", "", camel=False)
+# mastra-approval ids, mastra:tool_approval, mastra_tool_approval / mastra_suspend, MASTRA_INVALID_TOOL_APPROVAL
+MASTRA = _dialect("mastra", "mastra", "mastra_", camel=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,16 @@
-"""How AG-UI runs end: `RunRecord` (what `AGUIAgent.recent_runs` keeps of each run) and
-`client_error`, the code and message a failed run shows its client."""
+"""How AG-UI runs end: `RunRecord` (what `AGUIAgent.recent_runs` keeps of each run),
+`client_error`, the code and message a failed run shows its client, and the events of a
+run refused (`refused`) or failed (`failed`), local or remote alike."""
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass
 
+from ag_ui.core import BaseEvent, RunErrorEvent
+
+from supervisor_graph.agui.events import RunTranslator
 from supervisor_graph.agui.frontend import InputError
 from supervisor_graph.agui.interrupts import ResumeError
 from supervisor_graph.checkpointers.outages import StorageUnavailableError
@@ -15,9 +21,12 @@ from supervisor_graph.declaration.errors import (
     RemoteNotResumableError,
     ThreadBusyError,
 )
+from supervisor_graph.nodes.errors import log_failure
 from supervisor_graph.nodes.steps.decisions import DecisionError
 
-__all__ = ["STORAGE_UNAVAILABLE_MESSAGE", "RunRecord", "client_error", "storage_outage"]
+__all__ = ["STORAGE_UNAVAILABLE_MESSAGE", "RunRecord", "client_error", "failed", "refused", "storage_outage"]
+
+log = logging.getLogger("supervisor_graph.agui")
 
 STORAGE_UNAVAILABLE_MESSAGE = (
     "The server's database is unavailable; nothing more of this run was saved. Try again in a few seconds."
@@ -70,3 +79,19 @@ def storage_outage(exc: BaseException) -> bool:
         seen.add(id(current))
         current = current.__cause__
     return False
+
+
+def refused(exc: Exception, resuming: bool, run_id: str, where: str = "") -> RunErrorEvent:
+    """The `RUN_ERROR` of a run refused before anything ran (`where`: on which server);
+    the log has the agent's own failures, not the client's mistakes."""
+    code, message = client_error(exc, resuming)
+    if code == "AGENT_ERROR":
+        log_failure(log, logging.ERROR, f"AG-UI run %s could not start{where}", exc, run_id)
+    return RunErrorEvent(message=message, code=code, timestamp=int(time.time() * 1000))
+
+
+def failed(translator: RunTranslator, exc: Exception, run_id: str, where: str = "") -> list[BaseEvent]:
+    """The events that end a run that failed once started: what it had open closed, then
+    `RUN_ERROR`; the details go to the log."""
+    log_failure(log, logging.ERROR, f"AG-UI run %s failed{where}", exc, run_id)
+    return translator.fail(*client_error(exc, False))

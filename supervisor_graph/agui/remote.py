@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
@@ -25,7 +24,6 @@ from ag_ui.core import (
     PROTOCOL_VERSION,
     BaseEvent,
     RunAgentInput,
-    RunErrorEvent,
     RunFinishedEvent,
     RunFinishedSuccessOutcome,
 )
@@ -35,10 +33,9 @@ from supervisor_graph.agui.events import Reopen, RunSettings, RunTranslator
 from supervisor_graph.agui.frontend import InputError
 from supervisor_graph.agui.interrupts import Dialect, Pause, ResumeError, plan_resume
 from supervisor_graph.agui.messages import new_messages
-from supervisor_graph.agui.outcomes import client_error
+from supervisor_graph.agui.outcomes import failed, refused
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.declaration.remote import RemoteAgent
-from supervisor_graph.nodes.errors import log_failure
 from supervisor_graph.nodes.remote.langgraph import RemoteNotResumableError
 from supervisor_graph.nodes.text import text_of_content
 from supervisor_graph.run.chunks import FinishChunk, StreamChunk, Usage, make_chunk
@@ -46,7 +43,6 @@ from supervisor_graph.run.results import GenerateResult, PendingItem
 
 __all__ = ["RemoteBridge", "RemoteStream"]
 
-log = logging.getLogger("supervisor_graph.agui")
 
 
 def _value(item: dict[str, Any], graph_id: str) -> dict[str, Any]:
@@ -145,10 +141,7 @@ class RemoteBridge:
                     return
                 run_input = {"input": {"messages": to_input(fresh)}}
         except Exception as exc:  # noqa: BLE001 - refused before anything ran, or the server is unreachable
-            code, message = client_error(exc, bool(input.resume))
-            if code == "AGENT_ERROR":
-                log_failure(log, logging.ERROR, "AG-UI run %s could not start on the remote server", exc, input.run_id)
-            yield RunErrorEvent(message=message, code=code, timestamp=int(time.time() * 1000))
+            yield refused(exc, bool(input.resume), input.run_id, " on the remote server")
             return
         settings = RunSettings(
             dialect=dialect,
@@ -166,8 +159,7 @@ class RemoteBridge:
                     yield event
             result = await stream.result()
         except Exception as exc:  # noqa: BLE001 - the remote run failed: RUN_ERROR, details in the log
-            log_failure(log, logging.ERROR, "AG-UI run %s failed on the remote server", exc, input.run_id)
-            for event in translator.fail(*client_error(exc, False)):
+            for event in failed(translator, exc, input.run_id, " on the remote server"):
                 yield event
             return
         for event in translator.finish(result):

@@ -103,11 +103,9 @@ class RunBackground(TaskControl):
         process) finds the task, and nobody mistakes it for an orphan before it starts."""
         if runner.live(launch.task_id):
             return
-        lease = ThreadLease(self.storage.leases, f"bg:{launch.task_id}")
-        try:
-            await lease.acquire()
-        except ThreadBusyError:
-            return  # another process runs it
+        lease = await self._task_lease(launch.task_id)
+        if lease is None:
+            return
         try:
             if await self.load(launch.task_id) is None:
                 await self.save(self._new_record(launch))
@@ -123,6 +121,15 @@ class RunBackground(TaskControl):
             task.add_done_callback(lambda done: _release_unstarted(done, lease))
         else:
             await lease.release()
+
+    async def _task_lease(self, task_id: str) -> ThreadLease | None:
+        """The task's lease, taken; None when another process holds it (it runs the task)."""
+        lease = ThreadLease(self.storage.leases, f"bg:{task_id}")
+        try:
+            await lease.acquire()
+        except ThreadBusyError:
+            return None
+        return lease
 
     def _new_record(self, launch: BackgroundLaunch) -> dict[str, Any]:
         return {
@@ -147,11 +154,9 @@ class RunBackground(TaskControl):
         # first, so its runs must not hang under that run's node (SPEC §24).
         var_child_runnable_config.set(None)
         if lease is None:
-            lease = ThreadLease(self.storage.leases, f"bg:{launch.task_id}")
-            try:
-                await lease.acquire()
-            except ThreadBusyError:
-                return  # another process runs it
+            lease = await self._task_lease(launch.task_id)
+            if lease is None:
+                return
         try:
             record = await self.load(launch.task_id) or self._new_record(launch)
             if record["status"] not in FINAL_STATUSES:

@@ -36,7 +36,6 @@ its own (`run`, `demo`, `draw`, `serve`, `versions`, `eval`). `load_agent`, `EXI
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 
 from supervisor_graph.cli.answers import add_answer_flags
@@ -45,7 +44,7 @@ from supervisor_graph.cli.draw import cmd_draw
 from supervisor_graph.cli.eval import add_eval_parser
 from supervisor_graph.cli.output import PROG, print_error
 from supervisor_graph.cli.run import EXIT_PAUSED, cmd_run
-from supervisor_graph.cli.serve import cmd_serve
+from supervisor_graph.cli.serve import add_serve_parser
 from supervisor_graph.cli.target import load_agent
 from supervisor_graph.cli.versions import add_versions_parser
 from supervisor_graph.declaration.errors import CLIError, MissingAPIKeyError
@@ -92,66 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     draw.add_argument("--png", metavar="FILE", help="render a PNG with a local renderer instead")
     draw.set_defaults(func=cmd_draw)
 
-    serve = sub.add_parser("serve", help="serve an agent to AG-UI front ends (CopilotKit, @ag-ui/client)")
-    serve.add_argument("target", metavar="TARGET", help="module:attr or path/to/file.py:attr naming an Agent")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--path", default="/agent", help="endpoint path (default /agent)")
-    serve.add_argument(
-        "--subagents", choices=("hidden", "attributed"), default="hidden", help="how delegations are shown"
-    )
-    serve.add_argument("--resource", default="local-user", help="resource (user) id that owns the threads")
-    serve.add_argument(
-        "--auth-token",
-        default=os.environ.get("SUPERVISOR_GRAPH_AUTH_TOKEN"),
-        metavar="TOKEN",
-        help="require 'Authorization: Bearer TOKEN' on every API route (default: $SUPERVISOR_GRAPH_AUTH_TOKEN); "
-        "needed to serve on a non-loopback host",
-    )
-    serve.add_argument(
-        "--allowed-hosts",
-        metavar="H1,H2",
-        help="host names the Host header may hold, comma-separated ('*' any, '*.example.com' a domain; "
-        "default: localhost, 127.0.0.1, [::1] and --host)",
-    )
-    serve.add_argument(
-        "--max-body-bytes", type=int, default=1_000_000, help="larger request bodies get 413 (default 1000000)"
-    )
-    serve.add_argument(
-        "--max-thread-id-length", type=int, default=256, help="longer thread ids get 422 (default 256)"
-    )
-    serve.add_argument(
-        "--read-timeout",
-        type=float,
-        default=30.0,
-        metavar="S",
-        help="seconds a client has to send a request's headers (from connecting, or from the previous response) "
-        "and then its body; slower ones get 408 and are disconnected (default 30; 0: no deadline)",
-    )
-    serve.add_argument(
-        "--workers", type=int, default=1, help="worker processes (more than 1 needs the agent's memory on sqlite or Postgres)"
-    )
-    serve.add_argument(
-        "--on-busy",
-        choices=("reject", "enqueue", "interrupt", "rollback"),
-        default="reject",
-        help="a new message while a run holds its thread: refused with THREAD_BUSY (default), queued, or run "
-        "once the current run has stopped, its steps kept (interrupt) or discarded (rollback); a request's "
-        "forwardedProps.on_busy (MCP: the on_busy argument, A2A: message metadata on_busy) wins",
-    )
-    serve.add_argument(
-        "--mcp", action="store_true", help="also serve the agent as an MCP server at /mcp (the mcp extra)"
-    )
-    serve.add_argument(
-        "--a2a", action="store_true", help="also serve the agent over A2A at /a2a with its card (the a2a extra)"
-    )
-    serve.add_argument(
-        "--a2a-compat",
-        choices=["0.3"],
-        default=None,
-        help="with --a2a: also declare A2A 0.3 on the card (its 0.3 fields); the card is A2A 1.0 only by default",
-    )
-    serve.set_defaults(func=cmd_serve)
+    add_serve_parser(sub)
 
     add_versions_parser(sub)
     add_eval_parser(sub)

@@ -11,14 +11,13 @@ it), pydantic, PyYAML and rich; `supervisor_graph.cli` imports it, nothing else 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from supervisor_graph.evals.cases import Case, Decision, DelegationExpect, Expect, OutputExpect, ScorerSpec, ToolExpect
 from supervisor_graph.evals.loading import EvalFileError, load_cases, parse_cases
 from supervisor_graph.evals.matching import Difference
 from supervisor_graph.evals.report import CaseReport, EvalReport, RunOutcome
-from supervisor_graph.evals.runner import run_cases
+from supervisor_graph.evals.runner import run
 from supervisor_graph.evals.targets import HarnessError
 from supervisor_graph.sync_loop import run_sync as _run_sync
 
@@ -42,31 +41,6 @@ __all__ = [
     "run",
     "run_sync",
 ]
-
-
-async def run(
-    agent: Any,
-    cases: Any,
-    *,
-    repeat: int = 1,
-    concurrency: int = 4,
-    min_pass_rate: float = 1.0,
-    baseline: str | Path | dict[str, Any] | None = None,
-    url: str | None = None,
-    **options: Any,
-) -> EvalReport:
-    """Run `cases` (a case file's path, a list of case dicts or `Case`s) against `agent`
-    (an `Agent`, its compiled graph with a checkpointer, or None with `url=` an AG-UI
-    endpoint) and report. `repeat`: runs per case; a case passes when its pass rate
-    reaches `min_pass_rate`. `baseline`: a previous report's JSON to compare with."""
-    if url is not None:
-        from supervisor_graph.evals.remote import RemoteTarget
-
-        agent = RemoteTarget(url, agent=agent, headers=options.pop("headers", None))
-    report = await run_cases(agent, cases, repeat=repeat, concurrency=concurrency, min_pass_rate=min_pass_rate, **options)
-    if baseline is not None:
-        report.compare(baseline)
-    return report
 
 
 def run_sync(agent: Any, cases: Any, **options: Any) -> EvalReport:

@@ -93,6 +93,22 @@ def value_problems(expected: Any, actual: Any, what: str) -> list[str]:
     return []
 
 
+def _string_as(key: str) -> Any:
+    """A model's shorthand: a bare string read as `{key: the string}`."""
+
+    def read(data: Any) -> Any:
+        return {key: data} if isinstance(data, str) else data
+
+    return model_validator(mode="before")(read)
+
+
+def _check_matcher_dicts(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Each value of `value` that uses a matcher key is a matcher (`_check_matcher_dict`)."""
+    for key, matcher in (value or {}).items():
+        _check_matcher_dict(matcher, key)
+    return value
+
+
 class ToolExpect(_Strict):
     """An expected tool call: its name and matchers on some of its arguments (the ones
     not named are not checked)."""
@@ -100,17 +116,8 @@ class ToolExpect(_Strict):
     name: str = Field(min_length=1)
     args: dict[str, Any] | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _from_name(cls, data: Any) -> Any:
-        return {"name": data} if isinstance(data, str) else data
-
-    @field_validator("args")
-    @classmethod
-    def _matchers(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        for key, matcher in (value or {}).items():
-            _check_matcher_dict(matcher, key)
-        return value
+    _from_name = _string_as("name")
+    _matchers = field_validator("args")(_check_matcher_dicts)
 
     def describe(self) -> str:
         args = ", ".join(f"{k}={_describe_value(v)}" for k, v in (self.args or {}).items())
@@ -168,17 +175,8 @@ class OutputExpect(TextMatch):
     similar_to: str | None = None
     similarity: float = Field(default=0.8, ge=0.0, le=1.0)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, data: Any) -> Any:
-        return {"contains": data} if isinstance(data, str) else data
-
-    @field_validator("object")
-    @classmethod
-    def _fields(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        for key, matcher in (value or {}).items():
-            _check_matcher_dict(matcher, key)
-        return value
+    _shorthand = _string_as("contains")
+    _fields = field_validator("object")(_check_matcher_dicts)
 
 
 class ScorerSpec(_Strict):
@@ -189,10 +187,7 @@ class ScorerSpec(_Strict):
     threshold: float = Field(default=1.0, ge=0.0, le=1.0)
     samples: int = Field(default=1, ge=1, le=15)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _from_path(cls, data: Any) -> Any:
-        return {"scorer": data} if isinstance(data, str) else data
+    _from_path = _string_as("scorer")
 
     @field_validator("scorer")
     @classmethod

@@ -22,7 +22,7 @@ from supervisor_graph.evals.targets import AgentTarget, GraphTarget, HarnessErro
 from supervisor_graph.nodes.gates.scoring import RunView, ScoringContext
 from supervisor_graph.nodes.scope.context import RequestContext
 
-__all__ = ["check", "load_scorer", "prepare", "rouge1", "run_cases"]
+__all__ = ["check", "load_scorer", "prepare", "rouge1", "run"]
 
 Progress = Callable[[RunOutcome], None]
 
@@ -72,20 +72,34 @@ def prepare(target: Any, cases: Any, file: str | None = None) -> tuple[Any, list
     return runner, loaded, file, scorers
 
 
-async def run_cases(
-    target: Any,
+async def run(
+    agent: Any,
     cases: Any,
     *,
     repeat: int = 1,
     concurrency: int = 4,
     min_pass_rate: float = 1.0,
+    baseline: str | Path | dict[str, Any] | None = None,
+    url: str | None = None,
+    headers: dict[str, str] | None = None,
     file: str | None = None,
     on_result: Progress | None = None,
 ) -> EvalReport:
-    """Run every case `repeat` times, at most `concurrency` at once; the report."""
+    """Run `cases` (a case file's path, a list of case dicts or `Case`s) against `agent`
+    (an `Agent`, its compiled graph with a checkpointer, or None with `url=` an AG-UI
+    endpoint, sent `headers`) and report. `repeat`: runs per case, at most `concurrency`
+    at once; a case passes when its pass rate reaches `min_pass_rate`. `baseline`: a
+    previous report's JSON to compare with. `file`: the cases' name in the report;
+    `on_result`: told of each run as it ends."""
+    if url is not None:
+        from supervisor_graph.evals.remote import RemoteTarget
+
+        agent = RemoteTarget(url, agent=agent, headers=headers)
+    elif headers is not None:  # refused, never dropped unsent
+        raise TypeError("headers= goes with url= (the endpoint they are sent to)")
     if repeat < 1 or concurrency < 1:
         raise ValueError("repeat and concurrency must be at least 1")
-    runner, loaded, file, scorers = prepare(target, cases, file)
+    runner, loaded, file, scorers = prepare(agent, cases, file)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(case: Case, attempt: int) -> RunOutcome:
@@ -100,7 +114,10 @@ async def run_cases(
         CaseReport.of(case.id, [o for o in outcomes if o.case_id == case.id], repeat=repeat, min_pass_rate=min_pass_rate)
         for case in loaded
     ]
-    return EvalReport(agent=runner.name, file=file, repeat=repeat, min_pass_rate=min_pass_rate, cases=reports)
+    report = EvalReport(agent=runner.name, file=file, repeat=repeat, min_pass_rate=min_pass_rate, cases=reports)
+    if baseline is not None:
+        report.compare(baseline)
+    return report
 
 
 async def _run_one(runner: Any, case: Case, attempt: int, scorers: dict[str, Any]) -> RunOutcome:

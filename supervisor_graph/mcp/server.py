@@ -283,6 +283,29 @@ def add_mcp_endpoint(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
+    declared = getattr(bridge.agent, "output_schema", None)
+    server.add_tool(
+        _ask(bridge, agui_path, max_thread_id_length),
+        name=tool_name(agent_id),
+        description=(
+            f"Ask {agent_id}: {description}. Returns the answer's text. Give the same thread_id to continue a "
+            "conversation (the result's structured content names the thread of a call without one)."
+        ),
+    )
+    if declared is not None:
+        _declare_output_schema(server, tool_name(agent_id), result_schema(declared.json_schema))
+    _declare_only_what_is_served(server)
+    _errors_in_our_words(server)
+    server.streamable_http_app()  # creates the session manager; its own Starlette app is not used
+    app.router.routes.append(Route(path, endpoint=_Handler(server), methods=["GET", "POST", "DELETE"]))
+    _with_session_manager(app, server)
+    return server
+
+
+def _ask(bridge: AGUIAgent, agui_path: str, max_thread_id_length: int | None) -> Callable[..., Any]:
+    """The tool's function: one AG-UI run of `bridge` on the prompt, its events told to
+    the client as progress, its answer (or pause, or stop) the result."""
+
     async def ask(
         prompt: str, ctx: Context[Any, Any, Any], thread_id: str | None = None, on_busy: OnBusy | None = None
     ) -> CallToolResult:
@@ -312,38 +335,35 @@ def add_mcp_endpoint(
                 elif isinstance(event, RunErrorEvent):
                     return _error(event.code or "AGENT_ERROR", event.message)
                 elif isinstance(event, RunFinishedEvent):
-                    if event.result is not None:  # a typed answer (SPEC §28)
-                        answer = json.dumps(event.result, ensure_ascii=False)
-                        return _result(answer, status="answered", thread_id=thread, answer=answer, object=event.result)
-                    outcome = event.outcome
-                    if outcome is not None and outcome.type == "interrupt":
-                        waiting = [_waiting(i) for i in getattr(outcome, "interrupts", [])]
-                        base = str(request.base_url).rstrip("/") if request is not None else ""
-                        text = _paused_text(waiting, thread, base, agui_path)
-                        return _result(text, status="paused", thread_id=thread, waiting=waiting)
-                    if outcome is not None and outcome.type == "cancelled":
-                        # stopped before it answered: a newer message on the thread (on_busy
-                        # interrupt / rollback) or a cancel; what it said so far is kept
-                        said = "".join(texts[list(texts)[-1]]) if texts else ""
-                        text = "The run was stopped before it answered (a newer message on this thread, or a cancel)."
-                        return _result(f"{text}\n{said}" if said else text, status="stopped", thread_id=thread)
-        answer = "".join(texts[list(texts)[-1]]) if texts else ""
+                    ended = _finished(event, _said(texts), thread, request, agui_path)
+                    if ended is not None:
+                        return ended
+        answer = _said(texts)
         return _result(answer, status="answered", thread_id=thread, answer=answer)
 
-    declared = getattr(bridge.agent, "output_schema", None)
-    server.add_tool(
-        ask,
-        name=tool_name(agent_id),
-        description=(
-            f"Ask {agent_id}: {description}. Returns the answer's text. Give the same thread_id to continue a "
-            "conversation (the result's structured content names the thread of a call without one)."
-        ),
-    )
-    if declared is not None:
-        _declare_output_schema(server, tool_name(agent_id), result_schema(declared.json_schema))
-    _declare_only_what_is_served(server)
-    _errors_in_our_words(server)
-    server.streamable_http_app()  # creates the session manager; its own Starlette app is not used
-    app.router.routes.append(Route(path, endpoint=_Handler(server), methods=["GET", "POST", "DELETE"]))
-    _with_session_manager(app, server)
-    return server
+    return ask
+
+
+def _said(texts: dict[str, list[str]]) -> str:
+    """The text of the run's last message (the answer, or what it said before it stopped)."""
+    return "".join(texts[list(texts)[-1]]) if texts else ""
+
+
+def _finished(event: RunFinishedEvent, said: str, thread: str, request: Any, agui_path: str) -> CallToolResult | None:
+    """The result of a run that finished with a typed answer, a pause or a stop (None: a
+    plain answer, its text the messages')."""
+    if event.result is not None:  # a typed answer (SPEC §28)
+        answer = json.dumps(event.result, ensure_ascii=False)
+        return _result(answer, status="answered", thread_id=thread, answer=answer, object=event.result)
+    outcome = event.outcome
+    if outcome is not None and outcome.type == "interrupt":
+        waiting = [_waiting(i) for i in getattr(outcome, "interrupts", [])]
+        base = str(request.base_url).rstrip("/") if request is not None else ""
+        text = _paused_text(waiting, thread, base, agui_path)
+        return _result(text, status="paused", thread_id=thread, waiting=waiting)
+    if outcome is not None and outcome.type == "cancelled":
+        # stopped before it answered: a newer message on the thread (on_busy
+        # interrupt / rollback) or a cancel; what it said so far is kept
+        text = "The run was stopped before it answered (a newer message on this thread, or a cancel)."
+        return _result(f"{text}\n{said}" if said else text, status="stopped", thread_id=thread)
+    return None

@@ -4,7 +4,7 @@
 crashed run left, resolves versions and hosts background tasks; `Run.generate` (or an
 `AgentStream` over `Run.drive`) runs the graph; `Run.finish` builds the result and
 remembers a pause; `Run.release` gives the thread back. The helpers it calls (results,
-repair, ephemeral storage, background hosts) never call back into it."""
+repair, storage, background hosts) never call back into it."""
 
 from __future__ import annotations
 
@@ -18,33 +18,29 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import ValidationError
 
 from supervisor_graph.background.host import RunBackground
 from supervisor_graph.background.outcomes import outcomes
-from supervisor_graph.checkpointers.fence import FENCE_KEY
 from supervisor_graph.declaration.models import check_credentials, model_strings
 from supervisor_graph.memory.lease import ThreadLease
 from supervisor_graph.memory.versions import RunVersions
 from supervisor_graph.nodes.delegation.control import (
     RESOURCE_ID_KEY,
     RUN_ID_KEY,
-    RUN_IDENTITY_KEYS,
     THREAD_ID_KEY,
-    check_json,
 )
 from supervisor_graph.nodes.options import MemoryOptions, RunContext, RunHandle, RunOptions, merge_options
 from supervisor_graph.nodes.scope.context import RequestContext
 from supervisor_graph.nodes.scope.versions import VERSIONS_KEY
 from supervisor_graph.nodes.steps.budget import open_budget
-from supervisor_graph.run.busy import discard_last_run, raise_if_lost, stop_reason, take_thread, until_stopped
+from supervisor_graph.run.busy import discard_last_run, raise_if_lost, stop_reason, until_stopped
 from supervisor_graph.run.call_config import CallConfig
 from supervisor_graph.run.chunks import Usage
-from supervisor_graph.run.ephemeral import ephemeral_saver, ephemeral_store
 from supervisor_graph.run.paused import PausedRun, paused_runs
 from supervisor_graph.run.repair import ABORTED_TOOL_TEXT, close_unanswered, repair_after, settle_thread
 from supervisor_graph.run.results import GenerateResult, background_pending, build_result
+from supervisor_graph.run.storage import RunStorage, open_thread, run_storage
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
@@ -114,72 +110,15 @@ class Run:
             check_credentials(value)
         run_uuid = uuid.UUID(run_id) if run_id else uuid.uuid4()
         config: RunnableConfig = traced.runnable_config(run_uuid)
-        thread_id = resource_id = None
-        durability = None
-        durable = False
-        store = ephemeral_store()
-        ephemeral = opts.memory is None and (paused is None or paused.ephemeral)
-        if ephemeral:
-            saver = paused.saver if paused is not None else ephemeral_saver()
-            config["configurable"] = {"thread_id": paused.thread_id if paused is not None else f"ephemeral-{run_uuid}"}
-            durability = "exit"
-        elif opts.memory is None and paused is not None:
-            opts = opts.model_copy(update={"memory": {"thread": paused.thread_id, "resource": paused.resource_id}})
-        background_agents = agent.has_background_subagents
-        if opts.memory is None and background_agents and paused is None and resume is None:
-            raise ValueError(
-                f"agent {agent.id!r} has background subagents, whose outcomes are reported on a thread: pass "
-                "memory={'thread': ...}, or call generate_until_idle / stream_until_idle, which host them for the call"
-            )
-        memory = host if host is not None else agent.memory
+        where, opts = run_storage(agent, opts, config, run_uuid, paused, resume is not None, lease)
         if opts.memory is not None:
-            if memory is None:
-                raise ValueError(
-                    f"memory={{'thread': ...}} needs storage: declare Agent(id={agent.id!r}, memory=Memory(storage=...))"
-                )
-            opened = await memory.opened()
-            saver, store = opened.saver, opened.store
-            thread_id, resource_id = opts.memory.thread, opts.memory.resource
-            config["configurable"] = {"thread_id": thread_id}
-            # the thread's owner is ours to say: a caller's metadata cannot claim another's
-            config["metadata"] = {**config.get("metadata", {}), "resource_id": resource_id or ""}
-            durable = not isinstance(saver, InMemorySaver)
-            if durable:
-                if opts.request_context is not None:
-                    check_json(
-                        {k: v for k, v in opts.request_context.to_dict().items() if k not in RUN_IDENTITY_KEYS},
-                        "generate()",
-                    )
-                # each step is saved before the next starts, so the step that dispatches a
-                # tool or a delegation is on disk before its side effects begin (SPEC §19)
-                durability = "sync"
-            if lease is None:
-                lease = ThreadLease(opened.leases, thread_id, stoppable=True)
-                # double texting (SPEC §29): follow-up runs of background outcomes never wait
-                await take_thread(lease, "reject" if notices_only else opts.on_busy, opts.abort_signal)
-            # the saver refuses this run's writes once its lease is no longer its own (issue 46)
-            config["configurable"][FENCE_KEY] = lease
-        request_context = opts.request_context if opts.request_context is not None else RequestContext()
-        request_context.set(RUN_ID_KEY, str(run_uuid))
-        if thread_id is not None:
-            request_context.set(THREAD_ID_KEY, thread_id)
-            request_context.set(RESOURCE_ID_KEY, resource_id)
-        handle = RunHandle(
-            run_id=str(run_uuid),
-            agent_path=(agent.id,),
-            request_context=request_context,
-            abort_signal=opts.abort_signal,
-            thread_id=thread_id,
-            resource_id=resource_id,
-            root_context=request_context,
-            durable=durable,
-            budget=open_budget(opts.budget, agent.budget),  # counted from here (nodes/steps/budget.py)
-        )
+            await open_thread(where, host if host is not None else agent.memory, agent, opts, config, notices_only)
+        handle = _run_handle(agent, opts, run_uuid, where)
         if opts.versions is not None:
             opts = await _select_versions(agent, opts, options, handle)
-        if opts.memory is not None and background_agents:
-            assert thread_id is not None
-            handle.background = host_background(agent, opened, thread_id, resource_id)
+        if opts.memory is not None and agent.has_background_subagents:
+            assert where.thread_id is not None
+            handle.background = host_background(agent, where.opened, where.thread_id, where.resource_id)
         if resume is not None:
             graph_input: Any = resume
             first_id = None
@@ -188,32 +127,37 @@ class Run:
             first_id = messages[0].id if messages else None
         run = cls(
             agent=agent,
-            graph=agent.graph_with(saver, store),
-            saver=saver,
+            graph=agent.graph_with(where.saver, where.store),
+            saver=where.saver,
             input=graph_input,
             config=config,
             context=RunContext.for_run(opts, handle),
             options=opts,
             run_id=str(run_uuid),
-            thread_id=thread_id,
+            thread_id=where.thread_id,
             first_input_id=first_id,
             input_count=0 if resume is not None else len(graph_input["messages"]),
-            lease=lease,
-            durability=durability,
-            ephemeral=ephemeral,
+            lease=where.lease,
+            durability=where.durability,
+            ephemeral=where.ephemeral,
             background=handle.background,
         )
-        if lease is not None and resume is None:
-            try:
-                assert lease.acquired is not None
-                await settle_thread(run, lease.acquired)
-                if run.background is not None:
-                    await run._deliver_outcomes()
-            except BaseException:
-                await run.release(ran=False)  # a repair that did not happen is owed to the next run
-                raise
+        if run.lease is not None and resume is None:
+            await run._settle(run.lease)
         run.started_at = time.time()
         return run
+
+    async def _settle(self, lease: ThreadLease) -> None:
+        """Repair what a crashed run left on the thread and deliver the outcomes it was
+        not told of; when that fails, the thread is given back unrepaired."""
+        try:
+            assert lease.acquired is not None
+            await settle_thread(self, lease.acquired)
+            if self.background is not None:
+                await self._deliver_outcomes()
+        except BaseException:
+            await self.release(ran=False)  # a repair that did not happen is owed to the next run
+            raise
 
     async def _deliver_outcomes(self) -> None:
         """Put the outcomes of background tasks the thread has not been told of before the
@@ -350,6 +294,26 @@ def host_background(agent: Agent, opened: Any, thread_id: str, resource_id: str 
     its outcome in a run of its own (`answer_outcomes`)."""
     return RunBackground(agent, opened, thread_id, resource_id, answer=answer_outcomes)
 
+
+def _run_handle(agent: Agent, opts: RunOptions, run_uuid: uuid.UUID, where: RunStorage) -> RunHandle:
+    """The run's handle, which its nodes read: its identity (also in its request context),
+    thread, abort signal and budget."""
+    request_context = opts.request_context if opts.request_context is not None else RequestContext()
+    request_context.set(RUN_ID_KEY, str(run_uuid))
+    if where.thread_id is not None:
+        request_context.set(THREAD_ID_KEY, where.thread_id)
+        request_context.set(RESOURCE_ID_KEY, where.resource_id)
+    return RunHandle(
+        run_id=str(run_uuid),
+        agent_path=(agent.id,),
+        request_context=request_context,
+        abort_signal=opts.abort_signal,
+        thread_id=where.thread_id,
+        resource_id=where.resource_id,
+        root_context=request_context,
+        durable=where.durable,
+        budget=open_budget(opts.budget, agent.budget),  # counted from here (nodes/steps/budget.py)
+    )
 
 def _options(agent: Agent, options: dict[str, Any]) -> RunOptions:
     """The call's validated options. Most calls give a thread only: `default_options`,

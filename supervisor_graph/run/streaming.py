@@ -65,71 +65,11 @@ class AgentStream:
         run = self._run
         emit = self._push
         emit(make_chunk("start", {"thread_id": run.thread_id}, run.run_id, (run.agent.id,)))
-        last_values: dict[str, Any] | None = None
-        interrupts: dict[str, Any] = {}  # each pause can arrive in an update of its own
-        streamed: set[str] = set()
         schema = run_schema(run)
         # partial answers of the top agent, only when it has an output schema (SPEC §28)
         partials = PartialObjects(schema) if schema is not None else None
-        top = (run.agent.id,)
         try:
-
-            async def consume() -> None:
-                nonlocal last_values
-                async for ns, mode, data in run.graph.astream(
-                    run.input,
-                    run.config,
-                    context=run.context,
-                    stream_mode=["values", "messages", "custom", "updates"],
-                    subgraphs=True,
-                    durability=run.durability,
-                ):
-                    if mode == "custom":
-                        if isinstance(data, dict) and data.get(EVENT_KEY):
-                            if data["type"] == "text-delta":  # checked text a node streamed itself (SPEC §30)
-                                streamed.add(data["payload"].get("message_id") or "")
-                            emit(
-                                make_chunk(
-                                    data["type"],
-                                    data["payload"],
-                                    data["run_id"],
-                                    tuple(data["agent_path"]),
-                                    # a remote subagent's tokens name its delegation's namespace
-                                    data.get("namespace") or "|".join(ns),
-                                )
-                            )
-                    elif mode == "messages":
-                        message, meta = data
-                        own_path = meta.get(AGENT_PATH_KEY)  # a subagent run inside its parent's node
-                        if (meta.get("langgraph_node") != SUPERVISOR_NODE and own_path is None) or not isinstance(
-                            message, AIMessage
-                        ):
-                            continue
-                        if isinstance(message, AIMessageChunk):
-                            streamed.add(message.id or "")
-                        elif message.id in streamed:
-                            continue
-                        path = tuple(own_path) if own_path is not None else self._agent_path(ns)
-                        where = meta[NAMESPACE_KEY] if own_path is not None else "|".join(ns)
-                        reasoning = _reasoning_text(message)
-                        if reasoning:
-                            payload = {"text": reasoning, "message_id": message.id}
-                            emit(make_chunk("reasoning-delta", payload, run.run_id, path, where))
-                        text = text_of(message)
-                        if text:
-                            emit(make_chunk("text-delta", {"text": text, "message_id": message.id}, run.run_id, path, where))
-                        if partials is not None and path == top:
-                            value = partials.feed(message)
-                            if value is not None:
-                                emit(make_chunk("object-delta", {"object": value}, run.run_id, path, where))
-                    elif mode == "values" and not ns:
-                        last_values = data
-                    elif mode == "updates" and not ns and isinstance(data, dict) and "__interrupt__" in data:
-                        interrupts.update((item.id, item) for item in data["__interrupt__"])
-
-            _, aborted = await run.until_aborted(consume())
-            if interrupts and last_values is not None and not aborted:
-                last_values = {**last_values, "__interrupt__": tuple(interrupts.values())}
+            last_values, aborted = await self._read_graph(partials)
             if aborted:
                 last_values = await run.repair()
                 emit(make_chunk("abort", {"reason": run.abort_reason}, run.run_id, (run.agent.id,)))
@@ -147,6 +87,84 @@ class AgentStream:
             finally:  # readers wait for this, whatever the release did
                 self._done = True
                 self._changed.set()
+
+    async def _read_graph(self, partials: PartialObjects | None) -> tuple[dict[str, Any] | None, bool]:
+        """Drive the graph, pushing its chunks as they come: the run's last values (with
+        the pauses it ended on) and whether it was aborted."""
+        run = self._run
+        last_values: dict[str, Any] | None = None
+        interrupts: dict[str, Any] = {}  # each pause can arrive in an update of its own
+        streamed: set[str] = set()
+
+        async def consume() -> None:
+            nonlocal last_values
+            async for ns, mode, data in run.graph.astream(
+                run.input,
+                run.config,
+                context=run.context,
+                stream_mode=["values", "messages", "custom", "updates"],
+                subgraphs=True,
+                durability=run.durability,
+            ):
+                if mode == "custom":
+                    self._push_event(ns, data, streamed)
+                elif mode == "messages":
+                    self._push_message(ns, data, streamed, partials)
+                elif mode == "values" and not ns:
+                    last_values = data
+                elif mode == "updates" and not ns and isinstance(data, dict) and "__interrupt__" in data:
+                    interrupts.update((item.id, item) for item in data["__interrupt__"])
+
+        _, aborted = await run.until_aborted(consume())
+        if interrupts and last_values is not None and not aborted:
+            last_values = {**last_values, "__interrupt__": tuple(interrupts.values())}
+        return last_values, aborted
+
+    def _push_event(self, ns: tuple[str, ...], data: Any, streamed: set[str]) -> None:
+        """A chunk for an event a node wrote to the custom stream (other custom data is
+        the user's own)."""
+        if not (isinstance(data, dict) and data.get(EVENT_KEY)):
+            return
+        if data["type"] == "text-delta":  # checked text a node streamed itself (SPEC §30)
+            streamed.add(data["payload"].get("message_id") or "")
+        self._push(
+            make_chunk(
+                data["type"],
+                data["payload"],
+                data["run_id"],
+                tuple(data["agent_path"]),
+                # a remote subagent's tokens name its delegation's namespace
+                data.get("namespace") or "|".join(ns),
+            )
+        )
+
+    def _push_message(
+        self, ns: tuple[str, ...], data: Any, streamed: set[str], partials: PartialObjects | None
+    ) -> None:
+        """Reasoning, text and partial-object chunks for a model's message (or token) of
+        the supervisor or a subagent; a whole message whose tokens were streamed is skipped."""
+        run = self._run
+        message, meta = data
+        own_path = meta.get(AGENT_PATH_KEY)  # a subagent run inside its parent's node
+        if (meta.get("langgraph_node") != SUPERVISOR_NODE and own_path is None) or not isinstance(message, AIMessage):
+            return
+        if isinstance(message, AIMessageChunk):
+            streamed.add(message.id or "")
+        elif message.id in streamed:
+            return
+        path = tuple(own_path) if own_path is not None else self._agent_path(ns)
+        where = meta[NAMESPACE_KEY] if own_path is not None else "|".join(ns)
+        reasoning = _reasoning_text(message)
+        if reasoning:
+            payload = {"text": reasoning, "message_id": message.id}
+            self._push(make_chunk("reasoning-delta", payload, run.run_id, path, where))
+        text = text_of(message)
+        if text:
+            self._push(make_chunk("text-delta", {"text": text, "message_id": message.id}, run.run_id, path, where))
+        if partials is not None and path == (run.agent.id,):
+            value = partials.feed(message)
+            if value is not None:
+                self._push(make_chunk("object-delta", {"object": value}, run.run_id, path, where))
 
     def _finish(self, result: GenerateResult, announce: list[PendingItem] | None = None) -> None:
         """End the stream with `result`: a chunk per approval or suspended tool it waits

@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from supervisor_graph.testing.http_server import ThreadedServer, serve_main
+from supervisor_graph.testing.http_server import ThreadedServer, delegate_once, provider_app, serve_main
 
 __all__ = ["USAGE", "FakeAnthropic", "app", "default_reply", "is_tool_result", "main", "text_of"]
 
@@ -61,54 +61,18 @@ def default_reply(body: dict[str, Any]) -> Any:
     """Delegate once, then report: enough for any supervisor to run end to end."""
     messages = body.get("messages") or []
     last = messages[-1] if messages else {}
-    asked = text_of(last)
-    if is_tool_result(last) or asked.startswith("[Background task "):  # a result, or a background outcome
-        return f"Done: {asked}"
-    tools = [str(t.get("name", "")) for t in body.get("tools") or []]
-    delegation = next((name for name in tools if name.startswith("agent-")), None)
-    if delegation is not None:
-        return {"tool": delegation, "args": {"prompt": asked}}
-    return f"Answer to: {asked}"
+    tools = (str(t.get("name", "")) for t in body.get("tools") or [])
+    return delegate_once(text_of(last), is_tool_result(last), tools)
 
 
 def app(reply: Reply = default_reply, requests: list[dict[str, Any]] | None = None) -> Any:
     """The FastAPI app; every request body is appended to `requests` when given."""
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse, StreamingResponse
+    from fastapi import Request
+    from fastapi.responses import JSONResponse
 
-    api = FastAPI()
+    api = provider_app("/v1/messages", _respond, reply, requests)
     # (no `from __future__ import annotations` here: FastAPI reads `Request` from the
     # annotation object itself, which a local import leaves out of the module globals)
-
-    @api.post("/v1/messages")
-    async def messages(request: Request) -> Any:
-        body = await request.json()
-        if requests is not None:
-            requests.append(body)
-        answer = reply(body)
-        if isinstance(answer, dict):
-            block: dict[str, Any] = {
-                "type": "tool_use",
-                "id": f"toolu_{uuid.uuid4().hex[:16]}",
-                "name": answer["tool"],
-                "input": answer.get("args", {}),
-            }
-            stop = "tool_use"
-        else:
-            block, stop = {"type": "text", "text": str(answer)}, "end_turn"
-        message = {
-            "id": f"msg_{uuid.uuid4().hex[:16]}",
-            "type": "message",
-            "role": "assistant",
-            "model": body["model"],
-            "content": [block],
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": USAGE,
-        }
-        if not body.get("stream"):
-            return JSONResponse(message)
-        return StreamingResponse(_sse(message), media_type="text/event-stream")
 
     @api.post("/v1/messages/count_tokens")
     async def count_tokens(request: Request) -> Any:
@@ -116,6 +80,35 @@ def app(reply: Reply = default_reply, requests: list[dict[str, Any]] | None = No
         return JSONResponse({"input_tokens": max(1, len(json.dumps(body)) // 4)})
 
     return api
+
+
+def _respond(body: dict[str, Any], answer: Any) -> Any:
+    """`answer` as the Messages API gives it: one message, or its server-sent events."""
+    from fastapi.responses import JSONResponse, StreamingResponse
+
+    if isinstance(answer, dict):
+        block: dict[str, Any] = {
+            "type": "tool_use",
+            "id": f"toolu_{uuid.uuid4().hex[:16]}",
+            "name": answer["tool"],
+            "input": answer.get("args", {}),
+        }
+        stop = "tool_use"
+    else:
+        block, stop = {"type": "text", "text": str(answer)}, "end_turn"
+    message = {
+        "id": f"msg_{uuid.uuid4().hex[:16]}",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "content": [block],
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": USAGE,
+    }
+    if not body.get("stream"):
+        return JSONResponse(message)
+    return StreamingResponse(_sse(message), media_type="text/event-stream")
 
 
 def _event(kind: str, data: dict[str, Any]) -> str:

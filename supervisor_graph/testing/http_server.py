@@ -1,6 +1,7 @@
-"""What the fake provider servers share: an ASGI app served on a free loopback port from a
-background thread (a context manager for tests), and the `python -m` entry that serves
-it in the foreground."""
+"""What the fake provider servers share: their app (`provider_app`: a request's body in,
+the reply a `reply(body)` chose out, in the provider's words) and default reply
+(`delegate_once`), the app served on a free loopback port from a background thread (a
+context manager for tests), and the `python -m` entry that serves it in the foreground."""
 
 from __future__ import annotations
 
@@ -8,10 +9,47 @@ import argparse
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Self
 
-__all__ = ["ThreadedServer", "free_port", "serve_main"]
+__all__ = ["ThreadedServer", "delegate_once", "free_port", "provider_app", "serve_main"]
+
+
+def delegate_once(asked: str, after_tool: bool, tools: Iterable[str]) -> Any:
+    """Delegate once, then report: enough for any supervisor to run end to end. `asked`:
+    the last message's text; `after_tool`: that message is a tool's result; `tools`: the
+    names of the tools offered (a model offered `agent-*` tools calls the first)."""
+    if after_tool or asked.startswith("[Background task "):  # a result, or a background outcome
+        return f"Done: {asked}"
+    delegation = next((name for name in tools if name.startswith("agent-")), None)
+    if delegation is not None:
+        return {"tool": delegation, "args": {"prompt": asked}}
+    return f"Answer to: {asked}"
+
+
+def provider_app(
+    path: str,
+    respond: Callable[[dict[str, Any], Any], Any],
+    reply: Callable[[dict[str, Any]], Any],
+    requests: list[dict[str, Any]] | None,
+) -> Any:
+    """A FastAPI app whose `POST path` answers a model call: the request's body is
+    appended to `requests` (when given), `reply(body)` chooses the answer (a text, or
+    `{"tool": name, "args": {...}}`), and `respond(body, answer)` is the response in the
+    provider's words."""
+    from fastapi import FastAPI
+
+    api = FastAPI()
+
+    # a plain Starlette endpoint: FastAPI would read `request`'s annotation, a string here
+    async def model_call(request: Any) -> Any:
+        body = await request.json()
+        if requests is not None:
+            requests.append(body)
+        return respond(body, reply(body))
+
+    api.add_route(path, model_call, methods=["POST"])
+    return api
 
 
 def free_port() -> int:

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from supervisor_graph.testing.http_server import ThreadedServer, serve_main
+from supervisor_graph.testing.http_server import ThreadedServer, delegate_once, provider_app, serve_main
 
 __all__ = ["USAGE", "FakeOpenAI", "app", "default_reply", "main"]
 
@@ -44,50 +44,36 @@ def default_reply(body: dict[str, Any]) -> Any:
     """Delegate once, then report: enough for any supervisor to run end to end."""
     messages = body.get("messages") or []
     last = messages[-1] if messages else {}
-    asked = _text(last)
-    if last.get("role") == "tool" or asked.startswith("[Background task "):  # a result, or a background outcome
-        return f"Done: {asked}"
-    tools = [t.get("function", {}).get("name", "") for t in body.get("tools") or []]
-    delegation = next((name for name in tools if name.startswith("agent-")), None)
-    if delegation is not None:
-        return {"tool": delegation, "args": {"prompt": asked}}
-    return f"Answer to: {asked}"
+    tools = (t.get("function", {}).get("name", "") for t in body.get("tools") or [])
+    return delegate_once(_text(last), last.get("role") == "tool", tools)
 
 
 def app(reply: Reply = default_reply, requests: list[dict[str, Any]] | None = None) -> Any:
     """The FastAPI app; every request body is appended to `requests` when given."""
-    from fastapi import FastAPI, Request
+    return provider_app("/v1/chat/completions", _respond, reply, requests)
+
+
+def _respond(body: dict[str, Any], answer: Any) -> Any:
+    """`answer` as a chat completion, or its server-sent chunks."""
     from fastapi.responses import JSONResponse, StreamingResponse
 
-    api = FastAPI()
-    # (no `from __future__ import annotations` here: FastAPI reads `Request` from the
-    # annotation object itself, which a local import leaves out of the module globals)
-
-    @api.post("/v1/chat/completions")
-    async def chat(request: Request) -> Any:
-        body = await request.json()
-        if requests is not None:
-            requests.append(body)
-        answer = reply(body)
-        base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "created": int(time.time()), "model": body["model"]}
-        if isinstance(answer, dict):
-            call = {
-                "id": f"call_{uuid.uuid4().hex[:12]}",
-                "type": "function",
-                "function": {"name": answer["tool"], "arguments": json.dumps(answer.get("args", {}))},
-            }
-            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
-            finish = "tool_calls"
-        else:
-            message, finish = {"role": "assistant", "content": str(answer)}, "stop"
-        if not body.get("stream"):
-            return JSONResponse(
-                {**base, "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": USAGE}
-            )
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return StreamingResponse(_sse(base, message, finish, include_usage), media_type="text/event-stream")
-
-    return api
+    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "created": int(time.time()), "model": body["model"]}
+    if isinstance(answer, dict):
+        call = {
+            "id": f"call_{uuid.uuid4().hex[:12]}",
+            "type": "function",
+            "function": {"name": answer["tool"], "arguments": json.dumps(answer.get("args", {}))},
+        }
+        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+        finish = "tool_calls"
+    else:
+        message, finish = {"role": "assistant", "content": str(answer)}, "stop"
+    if not body.get("stream"):
+        return JSONResponse(
+            {**base, "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": USAGE}
+        )
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    return StreamingResponse(_sse(base, message, finish, include_usage), media_type="text/event-stream")
 
 
 def _sse(base: dict[str, Any], message: dict[str, Any], finish: str, include_usage: bool) -> Iterator[str]:
