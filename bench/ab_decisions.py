@@ -34,20 +34,20 @@ def _git(*args: str) -> str:
 
 
 def _before() -> str:
-    added = _git("log", "--diff-filter=A", "--format=%H", "--", "nodes/steps/decisions.py").split()
+    added = _git("log", "--diff-filter=A", "--format=%H", "--", "nodes/decisions.py").split()
     if not added:
-        raise SystemExit("nodes/steps/decisions.py is in no commit: give --before COMMIT")
+        raise SystemExit("nodes/decisions.py is in no commit: give --before COMMIT")
     return added[-1] + "^"
 
 
 def _old_run_tool_call(commit: str) -> Any:
     from supervisor_graph.nodes.turn import tools
 
-    source = _git("show", f"{commit}:nodes/turn/tools.py")
+    source = _git("show", f"{commit}:nodes/tools.py")
     start = source.index("async def run_tool_call(")
     end = source.index("\ndef ", start)
     namespace = dict(vars(tools))
-    exec(compile(source[start:end], f"{commit}:nodes/turn/tools.py", "exec"), namespace)  # noqa: S102 - our own history
+    exec(compile(source[start:end], f"{commit}:nodes/tools.py", "exec"), namespace)  # noqa: S102 - our own history
     return namespace["run_tool_call"]
 
 

@@ -27,7 +27,7 @@ __all__ = ["main", "measure"]
 def _without_double_texting() -> ExitStack:
     from supervisor_graph.checkpointers import leases
     from supervisor_graph.memory.lease import ThreadLease
-    from supervisor_graph.run import call
+    from supervisor_graph.run import storage
 
     class NotStoppable(ThreadLease):
         __slots__ = ()
@@ -51,7 +51,7 @@ def _without_double_texting() -> ExitStack:
                 self._waiting.discard(thread_id)
 
     stack = ExitStack()
-    stack.enter_context(mock.patch.object(call, "ThreadLease", NotStoppable))
+    stack.enter_context(mock.patch.object(storage, "ThreadLease", NotStoppable))  # where a run makes its lease
     stack.enter_context(mock.patch.object(leases._SqlLeases, "release", sql_release))
     stack.enter_context(mock.patch.object(leases.LocalLeases, "release", local_release))
     return stack

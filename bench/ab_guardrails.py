@@ -4,7 +4,7 @@
 
 (a) `none`: a run that declares no guard. The guard wiring touches the graph's nodes in
     many places, so arm A is the code before it: `git archive` of `--before` (by default
-    the parent of the commit that added nodes/guards/boundaries.py) in a folder of its own,
+    the parent of the commit that added nodes/guard_boundaries.py) in a folder of its own,
     and arm B this checkout; the same scenario (ours through the facade and the compiled
     graph, workers with a tool, N=1 and 5, in memory and on sqlite) runs in one process
     per arm and round, the arms alternating A, B, B, A, ... round by round. Reported: the
@@ -107,11 +107,11 @@ async def measure_pii(runs: int, workdir: Path) -> dict[tuple[str, str, str], di
 
 def _before_wiring() -> str:
     added = subprocess.run(
-        ["git", "log", "--diff-filter=A", "--format=%H", "--", "nodes/guards/boundaries.py"],
+        ["git", "log", "--diff-filter=A", "--format=%H", "--", "nodes/guard_boundaries.py"],
         cwd=REPO, capture_output=True, text=True, check=True,
     ).stdout.split()
     if not added:
-        raise SystemExit("nodes/guards/boundaries.py is in no commit yet: give --before COMMIT (the code without the guard wiring)")
+        raise SystemExit("nodes/guard_boundaries.py is in no commit yet: give --before COMMIT (the code without the guard wiring)")
     return added[-1] + "^"
 
 
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ab_guardrails")
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--part", choices=("both", "none", "pii"), default="both")
-    parser.add_argument("--before", default=None, help="the code without the guard wiring (default: before nodes/guards/boundaries.py)")
+    parser.add_argument("--before", default=None, help="the code without the guard wiring (default: before nodes/guard_boundaries.py)")
     parser.add_argument("--rounds", type=int, default=4, help="rounds per arm for the no-guard A/B")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:

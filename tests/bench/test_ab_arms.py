@@ -45,7 +45,7 @@ def test_decisions_arm_a_is_run_tool_call_from_before_decisions() -> None:
     try:
         commit = ab_decisions._before()
     except (SystemExit, subprocess.CalledProcessError) as exc:
-        pytest.skip(f"!!! NOT RUN: this clone has no history of nodes/steps/decisions.py ({exc}) !!!")
+        pytest.skip(f"!!! NOT RUN: this clone has no history of nodes/decisions.py ({exc}) !!!")
     old = ab_decisions._old_run_tool_call(commit)
-    assert old.__code__.co_filename == f"{commit}:nodes/turn/tools.py"
+    assert old.__code__.co_filename == f"{commit}:nodes/tools.py"
     assert "edited" not in old.__code__.co_varnames and "edited" in tools.run_tool_call.__code__.co_varnames
