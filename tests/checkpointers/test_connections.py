@@ -62,6 +62,9 @@ async def test_a_connection_left_open_is_closed_at_exit_after_its_queued_jobs(tm
     hook = threading.Thread(target=close_open_connections)
     hook.start()
     hook.join(30)
+    # the connection's thread ends just after its close job answered: on a busy machine
+    # it may not have been scheduled yet when the hook returns
+    worker.join(30)
     assert not hook.is_alive() and not worker.is_alive()
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT x FROM t").fetchall() == [(1,)]
