@@ -74,6 +74,6 @@ async def test_a_connection_left_open_is_closed_at_exit_after_its_queued_jobs(tm
 async def test_a_closed_connection_is_left_alone_at_exit(tmp_path) -> None:
     async with connect(str(tmp_path / "closed.db")) as conn:
         worker = worker_thread(conn)
-    worker.join(5)
+    worker.join(30)
     assert not worker.is_alive()
     close_open_connections()  # nothing to do, and no loop is needed
