@@ -17,7 +17,7 @@ from supervisor_graph.guardrails import GuardContext, allow, block, guardrail, p
 from supervisor_graph.testing import ScriptedChatModel
 from tests.agui.conftest import ThreadServer, boss, delegate
 from tests.agui.test_endpoint import body, post
-from tests.nodes.test_guard_stream import ChunkedModel
+from tests.nodes.guards.test_guard_stream import ChunkedModel
 
 SECRET = "sk-LEAK9876543210"
 
