@@ -16,7 +16,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from supervisor_graph.nodes.background.control import CONTROL_SCHEMAS
 from supervisor_graph.nodes.background.tasks import BackgroundSettings
 from supervisor_graph.nodes.guards.core import Guardrail
 from supervisor_graph.nodes.options import RunOptions
@@ -138,10 +137,7 @@ class AgentSpec:
         delegation = [with_refs_parameter(s) for s in self.delegation_schemas] if with_refs else self.delegation_schemas
         own = self.tools.values() if only is None else [t for name, t in self.tools.items() if name in only]
         schemas: list[Any] = [*delegation, *own]
-        if self.working_memory is not None:
-            schemas.append(self.working_memory.tool_schema())
-        if self.background is not None:
-            schemas.extend(CONTROL_SCHEMAS)
+        schemas.extend(self.steps.tools)  # working memory's update tool, background control's tools
         kwargs: dict[str, Any] = {}
         if schema is not None:  # native structured output, else the final answer tool (SPEC §28)
             strict = uses_native(model, schema)

@@ -16,8 +16,11 @@ from typing import Any, Protocol
 
 from langchain_core.messages import ToolCall, ToolMessage
 
+from supervisor_graph.nodes.steps.protocol import Step
+
 __all__ = [
     "CONTROL_SCHEMAS",
+    "ControlTools",
     "CONTROL_TOOLS",
     "BackgroundControl",
     "ControlError",
@@ -139,3 +142,11 @@ async def answer_control_calls(
             text, status = f"Error: {exc}", "error"
         out.append(ToolMessage(content=text, tool_call_id=call["id"] or "", name=call["name"], status=status))
     return out
+
+
+class ControlTools(Step):
+    """What background tasks bring the supervisor's turn as a step: the control tools
+    (check, list, cancel, update); their calls are answered in the turn."""
+
+    name = "background_control"
+    tools = tuple(CONTROL_SCHEMAS)

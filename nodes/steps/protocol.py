@@ -121,6 +121,11 @@ class Steps:
         return cls(all=tuple(steps), **picked)
 
     @property
+    def tools(self) -> list[Any]:
+        """The tool schemas the steps offer the model, in the steps' order."""
+        return [tool for step in self.all for tool in step.tools]
+
+    @property
     def state_keys(self) -> dict[str, Any]:
         """Every state channel the steps bring."""
         return {key: kind for step in self.all for key, kind in step.state_keys.items()}

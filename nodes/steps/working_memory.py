@@ -30,6 +30,7 @@ from pydantic.fields import FieldInfo
 
 from supervisor_graph.nodes.options import RunHandle
 from supervisor_graph.nodes.state import SupervisorInput, SupervisorState
+from supervisor_graph.nodes.steps.protocol import Step
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -40,6 +41,7 @@ __all__ = [
     "WorkingMemoryError",
     "WorkingMemoryInput",
     "WorkingMemoryState",
+    "WorkingMemoryTool",
     "apply_update",
     "deep_merge",
     "is_update_turn",
@@ -380,3 +382,13 @@ def without_updates(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
             continue
         out.append(message)
     return out
+
+
+class WorkingMemoryTool(Step):
+    """What working memory brings the turn as a step: its update tool. Reading the value
+    into the prompt and applying updates still happen in the supervisor's turn."""
+
+    name = "working_memory"
+
+    def __init__(self, memory: WorkingMemory) -> None:
+        self.tools = (memory.tool_schema(),)

@@ -138,7 +138,7 @@ def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec
         },
         tracing=agent.tracing,
         compaction=compactor,
-        steps=steps_of(compactor),
+        steps=steps_of(compactor, agent.effective_working_memory, agent.background_settings is not None),
         budget=agent.budget,
         output_schema=agent.output_schema,
         guards=guards,

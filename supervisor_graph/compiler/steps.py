@@ -8,14 +8,22 @@ here adds it for the agents that declare it.
 
 from __future__ import annotations
 
+from supervisor_graph.nodes.background.control import ControlTools
 from supervisor_graph.nodes.steps.compaction import Compaction, Compactor
 from supervisor_graph.nodes.steps.protocol import Step, Steps
+from supervisor_graph.nodes.steps.working_memory import WorkingMemory, WorkingMemoryTool
 
 __all__ = ["steps_of"]
 
 
-def steps_of(compactor: Compactor | None) -> Steps:
+def steps_of(
+    compactor: Compactor | None, working_memory: WorkingMemory | None = None, background: bool = False
+) -> Steps:
     steps: list[Step] = []
     if compactor is not None:
         steps.append(Compaction(compactor))
+    if working_memory is not None:
+        steps.append(WorkingMemoryTool(working_memory))
+    if background:
+        steps.append(ControlTools())
     return Steps.of(steps)

@@ -15,6 +15,7 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 from supervisor_graph import Agent
 from supervisor_graph.compiler import build
 from supervisor_graph.compiler.build import build_spec
+from supervisor_graph.nodes.background.control import CONTROL_TOOLS
 from supervisor_graph.nodes.steps.compaction import Compaction
 from supervisor_graph.nodes.steps.protocol import (
     NO_STEPS,
@@ -72,7 +73,7 @@ def with_steps(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Compile agents with the given steps besides their own."""
 
     def use(*steps: Step) -> None:
-        monkeypatch.setattr(build, "steps_of", lambda compactor: Steps.of(steps))
+        monkeypatch.setattr(build, "steps_of", lambda *declared: Steps.of(steps))
 
     return use
 
@@ -87,6 +88,18 @@ async def test_an_agent_without_optional_capabilities_has_no_steps() -> None:
     spec = build_spec(Agent(id="a", model=ScriptedChatModel(), compaction={"max_tokens": 1000}))
     assert [type(s) for s in spec.steps.all] == [Compaction] and spec.steps.wrap_model_call == spec.steps.all
     assert spec.steps.before_model == spec.steps.wrap_tool_call == () and "compaction" in spec.steps.state_keys
+
+
+async def test_working_memory_and_background_tasks_bring_their_tools_as_steps() -> None:
+    worker = Agent(id="w", description="Works.", model=ScriptedChatModel())
+    agent = Agent(
+        id="a", model=ScriptedChatModel(), working_memory=True, agents={"w": worker},
+        background_tasks={"tools": {"w": {}}},
+    )  # fmt: skip
+    spec = build_spec(agent)
+    names = [tool["function"]["name"] for tool in spec.steps.tools]
+    assert names[0] == "update_working_memory" and set(names[1:]) == CONTROL_TOOLS
+    assert spec.steps.wrap_model_call == ()  # they hook into nothing else (yet): the turn answers their calls
 
 
 async def test_steps_wrap_the_supervisors_model_call_first_outermost(with_steps: Any) -> None:
