@@ -112,23 +112,19 @@ class Steps:
     wrap_model_call: tuple[Step, ...] = ()
     after_model: tuple[Step, ...] = ()
     wrap_tool_call: tuple[Step, ...] = ()
+    # the tool schemas the steps offer the model, and every state channel they bring,
+    # in the steps' order (read when a model is bound and when a leaf's journal opens)
+    tools: tuple[Any, ...] = ()
+    state_keys: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, steps: Sequence[Step]) -> Steps:
         if not steps:
             return NO_STEPS
         picked = {hook: tuple(s for s in steps if _overrides(s, f"a{hook}")) for hook in _HOOKS}
-        return cls(all=tuple(steps), **picked)
-
-    @property
-    def tools(self) -> list[Any]:
-        """The tool schemas the steps offer the model, in the steps' order."""
-        return [tool for step in self.all for tool in step.tools]
-
-    @property
-    def state_keys(self) -> dict[str, Any]:
-        """Every state channel the steps bring."""
-        return {key: kind for step in self.all for key, kind in step.state_keys.items()}
+        tools = tuple(tool for step in steps for tool in step.tools)
+        keys = {key: kind for step in steps for key, kind in step.state_keys.items()}
+        return cls(all=tuple(steps), tools=tools, state_keys=keys, **picked)
 
     async def call_model(self, request: ModelRequest, innermost: ModelHandler) -> Any:
         """`innermost(request)` with the steps around it: each `abefore_model`, then the

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,7 +125,7 @@ async def run_directly(
     """Run the subagent's turns here and record them in `record` (a failure keeps the
     partial transcript, as a failed subgraph run does). Returns the `Send` that hands
     the delegation to a fresh task when it must pause there, else None."""
-    journal = _Journal(graph, _in_namespace(config, namespace), has_checkpointer(config), tuple(spec.steps.state_keys))
+    journal = _Journal(graph, _in_namespace(config, namespace), has_checkpointer(config), spec.steps.state_keys)
     if task.get(RESUME_NS_KEY) or is_resuming(config):
         await journal.load()  # only a re-run can find saved progress: nothing else pays a read
     history = journal.messages[:] or [HumanMessage(content=task["prompt"], id=str(uuid.uuid4()))]
@@ -174,7 +174,7 @@ class _Journal:
     """The delegation's thread as the record of what its subagent did: written when the
     delegation pauses (so a re-run goes on from there) and when it ends."""
 
-    def __init__(self, graph: Any, config: RunnableConfig, durable: bool, keys: Sequence[str] = ()) -> None:
+    def __init__(self, graph: Any, config: RunnableConfig, durable: bool, keys: Collection[str] = ()) -> None:
         self.graph, self.config, self.durable, self.keys = graph, config, durable, keys
         self.messages: list[BaseMessage] = []
         self.saved = 0  # messages of the history already in the thread
@@ -186,8 +186,8 @@ class _Journal:
         if not self.durable:
             return
         state = await self.graph.aget_state(self.config)
-        self.messages = list((state.values or {}).get("messages") or [])
         values = state.values or {}
+        self.messages = list(values.get("messages") or [])
         self.kept = {key: values[key] for key in self.keys if values.get(key) is not None}
         self.saved = len(self.messages)
         self.exists = bool(state.values)
