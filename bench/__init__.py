@@ -19,5 +19,7 @@ contender: ``python -m bench.concurrency ours``), ``agui`` (the AG-UI endpoint u
 concurrent clients: ``python -m bench.agui`` is its server), ``stats``, ``profiling``
 (cProfile of ours), ``report`` (RESULTS.md and the optional chart), ``cli`` (arguments
 and progress). Design notes for missed targets go in ``bench/what_was_tried.md``, which
-the report copies into RESULTS.md.
+the report copies into RESULTS.md. ``layout`` is no benchmark: issue 48's layout figures
+(modules, long functions, files per capability, imports) at a few commits, as a table:
+``python -m bench.layout 17a052b HEAD``.
 """

@@ -108,7 +108,7 @@ async def stream_answer(
     *,
     send: bool,
 ) -> tuple[AIMessage | None, Crossing]:
-    """Stream the model's answer (`stream`, the model's chunks: `nodes/turn/model_call.py`
+    """Stream the model's answer (`stream`, the model's chunks: `nodes/turn/turn.py`
     opens it) through the streaming output guards: only decided,
     checked text goes out (`emit` as `text-delta`, when `send`). A blocked window stops
     the model at once. Returns the message and what the guards decided (its text what

@@ -8,7 +8,7 @@ request, call the handler, retry it, or answer without it), `abefore_model` /
 `tools` the tool schemas it offers the model.
 
 The compiler builds an agent's steps once (`AgentSpec.steps`); the turn
-(`nodes/turn/model_call.py`) composes the ones that wrap the model call, outermost
+(`nodes/turn/turn.py`) composes the ones that wrap the model call, outermost
 first. A step that does not override a hook costs nothing there, and an agent with no
 optional capability has no steps at all: its model call is the bare handler.
 """

@@ -1,4 +1,5 @@
-"""A subagent run inside its parent's subagent node (SPEC §23, issue 23).
+"""A leaf subagent's turns (`turn.py`) run inside its parent's subagent node (SPEC §23,
+issue 23): routed in place, its tools run here and the next turn follows.
 
 A LangGraph subgraph per delegation costs a second Pregel loop and a checkpoint per
 step of the subagent (7 per delegation whose worker calls one tool). A *leaf* subagent
@@ -64,15 +65,12 @@ from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.scope.context import RUN_IDENTITY_KEYS, check_json, using_request_context
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.steps.budget import budget_notice, exceeded_result, over_budget, spend
-from supervisor_graph.nodes.steps.protocol import ModelRequest
-from supervisor_graph.nodes.steps.structured_output import retries_used, settle, stray_final_answers
+from supervisor_graph.nodes.steps.budget import exceeded_result
 from supervisor_graph.nodes.steps.usage import unless_dropped
 from supervisor_graph.nodes.text import text_of
-from supervisor_graph.nodes.turn.answer import announce, repair_calls
-from supervisor_graph.nodes.turn.model_call import call_model
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, dispatch, finish_reason_of, unanswered
 from supervisor_graph.nodes.turn.tools import ToolRun, needs_approval, run_tool_call
+from supervisor_graph.nodes.turn.turn import Turn, announce
 
 __all__ = ["AGENT_PATH_KEY", "NAMESPACE_KEY", "RESUME_NS_KEY", "can_run_directly", "run_directly"]
 
@@ -207,7 +205,7 @@ class _Journal:
 
 
 class _Loop:
-    """The subagent's model and tool turns, appended to `history`.
+    """The subagent's turns (`Turn`), appended to `history`, and its tools run between them.
 
     LangGraph hands a re-run task its answers by position (the n-th `interrupt()` of the
     task gets the n-th answer), and a re-run skips what the journal holds. So a task may
@@ -230,7 +228,8 @@ class _Loop:
         self.namespace = namespace
         self.history = history
         self.journal = journal
-        self.emit = Emitter(runtime, handle, namespace)
+        self.emit = emit = Emitter(runtime, handle, namespace)
+        self.turn = Turn(spec, config, opts, handle, emit, wrote=journal.kept)  # kept in the delegation thread
         # Stream tokens and trace the model as the subagent's graph would: LangGraph's
         # `messages` mode takes the graph namespace from this metadata.
         self.model_config: RunnableConfig = {
@@ -248,10 +247,6 @@ class _Loop:
         self.structured: dict[str, Any] = {}
         # an answer a guard escalated and a person let through: the next turn's response
         self.pending: AIMessage | None = None
-        self.model: Any = None  # resolved at the first model call, with its system prompt
-        self.system = ""
-        self.schema: Any = None
-        self.iteration = 0
 
     async def run(self) -> str | _Pause:
         """Turns until the subagent answers or stops: its finish reason, or `_Pause`."""
@@ -284,24 +279,18 @@ class _Loop:
             return _Pause()
         if unanswered(self.history):
             return "tool-calls"  # only client tools are left: the caller's to run
-        self.iteration = sum(isinstance(m, AIMessage) for m in self.history)
-        if self.iteration >= self.opts.max_steps:
-            return "max_steps"
-        if self.handle.abort_signal is not None and self.handle.abort_signal.is_set():
+        if self.turn.aborted():
             return "abort"
-        if over_budget(self.handle.budget):  # a budget is used up: stop before the model call (SPEC §25)
-            return "budget"
-        return None
+        self.turn.iteration = sum(isinstance(m, AIMessage) for m in self.history)
+        return self.turn.limit()
 
     async def _answer(self) -> AIMessage | None:
         """The model's answer through the output guards (SPEC §30); None when a guard
         sent it back or holds it for a person."""
-        handle, spec = self.handle, self.spec
-        self.schema = self.opts.output_schema or spec.output_schema
-        if self.model is None:
-            self.model = await spec.resolve_model(handle.request_context, False, handle.override, self.schema)
-            self.system = await spec.resolve_instructions(handle.request_context, handle.override)
-        self.emit("step-start", {"iteration": self.iteration + 1})
+        handle, spec, turn = self.handle, self.spec, self.turn
+        if turn.model is None:
+            await turn.resolve()
+        self.emit("step-start", {"iteration": turn.iteration + 1})
         guarded = "output" in spec.guarded  # its answer streams only once checked
         windowed: Any = None
         response: Any = self.pending
@@ -313,49 +302,36 @@ class _Loop:
             response, windowed = await self._call(guarded)
         if guarded:
             checked = leaf_answer(spec, response, windowed, self.history, handle, self.config, self.emit)
-            response = await unless_dropped(checked, response, handle, self.emit, self.iteration + 1)
+            response = await unless_dropped(checked, response, handle, self.emit, turn.iteration + 1)
             if response is None:
                 return None  # sent back: the model answers again
             if HELD_MARK in response.additional_kwargs:
                 self.history.append(response)  # a person decides first (`_settle_held`)
                 return None
-        if not isinstance(response, AIMessage):
-            raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
         return response
 
     async def _call(self, guarded: bool) -> tuple[Any, Any]:
-        """The turn's one model call (`nodes/turn/model_call.py`): (answer, what the
-        streaming output guards decided, if it streamed through them)."""
+        """The turn's model call: (answer, what the streaming output guards decided, if
+        it streamed through them). Retried here by the agent's policy: a retry of the
+        node would run the whole loop again."""
         streamed = guarded and streams_output(self.spec)
-        request = ModelRequest(
-            self.model, budget_notice(self.handle.budget, self.system), self.history, self.handle.context_messages,
-            self.journal.kept, self.model_config, self.handle, self.emit,
+        send = streamed and all(g.mode == "streaming" for g in guards_at(self.spec.guards, "output"))
+        response = await self.turn.call(
+            self.history, self.journal.kept, self.model_config,
+            quiet_answer=guarded, streamed=streamed, send=send, policy=self.spec.retry_policy,
         )  # fmt: skip
-        try:
-            response = await call_model(
-                self.spec, request, quiet_answer=guarded, streamed=streamed,
-                send=streamed and all(g.mode == "streaming" for g in guards_at(self.spec.guards, "output")),
-                policy=self.spec.retry_policy,
-            )  # fmt: skip
-        finally:
-            self.journal.kept.update(request.updates)  # kept in the delegation thread with the journal
-            for usage in request.spent:  # a summary's tokens count against budgets too
-                spend(self.handle.budget, usage)
         return response if streamed else (response, None)
 
-    def _settle(self, response: AIMessage) -> str | None:
+    def _settle(self, response: Any) -> str | None:
         """The answer made safe, counted, validated (SPEC §28) and announced; the finish
         reason when the subagent is done, None when its tools run next."""
-        spend(self.handle.budget, response.usage_metadata)
-        response, errors = repair_calls(response)
-        settled = None
-        if self.schema is not None:  # the answer validated, or sent back
-            errors.extend(stray_final_answers(response))
-            settled = settle(self.schema, response, retries_used(self.history, 0) < self.opts.output_retries)
+        turn = self.turn
+        response, errors = turn.take(response)
+        settled = turn.validate(response, errors, self.history, 0)  # the answer validated, or sent back
         if response.tool_calls and settled is None:
             _, more = dispatch(self.spec, self.opts, self.handle, response, {e.tool_call_id for e in errors})
             errors.extend(more)
-        announce(self.emit, response, self.iteration + 1)
+        announce(self.emit, response, turn.iteration + 1)
         self.history.append(response)
         self.history.extend(errors)
         if settled is not None:

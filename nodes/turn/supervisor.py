@@ -1,4 +1,6 @@
-"""The supervisor node: one model call per iteration, then route the turn."""
+"""The supervisor node: one turn (`turn.py`) per run of the node, routed by `Command`:
+to the subagents it delegates to and the tools node (`Send`), back to itself, to the
+iteration and task-completion gates, or to the end."""
 
 from __future__ import annotations
 
@@ -24,9 +26,6 @@ from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.scope.lookup import run_scope, with_version
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input, run_start
-from supervisor_graph.nodes.steps.budget import budget_notice, over_budget, spend
-from supervisor_graph.nodes.steps.protocol import ModelRequest
-from supervisor_graph.nodes.steps.structured_output import OutputSchema, retries_used, settle, stray_final_answers
 from supervisor_graph.nodes.steps.usage import dropped, step_finish
 from supervisor_graph.nodes.steps.working_memory import (
     WORKING_MEMORY_TOOL,
@@ -37,8 +36,6 @@ from supervisor_graph.nodes.steps.working_memory import (
     update_result,
     write_value,
 )
-from supervisor_graph.nodes.turn.answer import announce, repair_calls
-from supervisor_graph.nodes.turn.model_call import call_model
 from supervisor_graph.nodes.turn.routing import (
     ITERATION_NODE,
     SUPERVISOR_NODE,
@@ -51,6 +48,7 @@ from supervisor_graph.nodes.turn.routing import (
     unanswered,
 )
 from supervisor_graph.nodes.turn.tools import ABORTED_TOOL_TEXT
+from supervisor_graph.nodes.turn.turn import Turn, announce
 
 __all__ = ["free_updates", "iteration_of_run", "make_supervisor_node"]
 
@@ -119,9 +117,9 @@ def make_supervisor_node(spec: AgentSpec) -> Any:
 
 
 class _Step:
-    """One step of the supervisor node: decide whether the model is called at all
-    (`_gate`), call it through the turn's one model call with the guards around it
-    (`_answer`), then settle what it answered and route (`_settle`)."""
+    """One run of the supervisor node: decide whether the model is called at all
+    (`_gate`), call it through the turn with the guards around it (`_answer`), then
+    settle what it answered and route (`_settle`)."""
 
     def __init__(self, spec: AgentSpec, state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> None:
         self.spec, self.state, self.config, self.runtime = spec, state, config, runtime
@@ -129,9 +127,6 @@ class _Step:
         # feedback a hook left for the model: shown with this step, stored with its update
         self.pending = [feedback_message(text, "hook") for text in state.get("feedback") or []]
         self.consumed: dict[str, Any] = {"feedback": Overwrite([])} if self.pending else {}
-        self.iteration = 0
-        self.wrote: dict[str, Any] = {}  # state keys the agent's steps write with this turn
-        self.answers: list[Any] = []  # what the model answered this step: a guard may keep it out of the thread
 
     async def run(self) -> Any:
         early = await self._gate()
@@ -153,29 +148,26 @@ class _Step:
         if state.get("bail"):
             return self._end("bail")
         opts, handle = run_scope(spec, self.config, runtime)
-        self.opts, self.handle = await with_version(spec, opts, handle, runtime), handle
+        self.opts, self.handle = opts, handle = await with_version(spec, opts, handle, runtime), handle
+        self.turn = turn = Turn(spec, self.config, opts, handle, Emitter(runtime, handle))
         if spec.guarded and (trip := tool_trip(messages)) is not None:  # a guard blocked a tool of the last turn
             return tripwire_end(state, messages, trip, handle, self.consumed)
         if spec.guarded and (held := state.get("guard_held")):  # an answer a guard escalated
             return await self._settle_held(held)
-        if handle.abort_signal is not None and handle.abort_signal.is_set():
+        if turn.aborted():
             return self._end("abort")
         if spec.client_tools and unanswered(messages):
             return self._end("tool-calls")  # only client tools are left: the caller answers them on the next call
-        self.iteration = iteration = iteration_of_run(messages, free_updates(spec, self.opts))
-        if iteration == 0:
+        turn.iteration = iteration_of_run(messages, free_updates(spec, opts))
+        if turn.iteration == 0:
             closed = left_open(messages, ABORTED_TOOL_TEXT, spec.client_tools)
             if closed:  # a run cancelled from outside left calls open: close them first
                 return Command(update={"messages": closed}, goto=SUPERVISOR_NODE)
-        stop_at = state.get("stop_at")
-        if iteration >= self.opts.max_steps or (stop_at is not None and iteration >= stop_at):
-            return self._end("max_steps" if stop_at is None else "stop")
-        if over_budget(handle.budget):  # a budget is used up: stop before the model call (SPEC §25)
-            return self._end("budget")
-        return _GO
+        reason = turn.limit(state.get("stop_at"))
+        return self._end(reason) if reason is not None else _GO
 
     async def _settle_held(self, held: dict[str, Any]) -> Any:
-        emit = Emitter(self.runtime, self.handle)
+        emit = self.turn.emit
         settled = await settle_held(self.state, self.opts, self.handle, self.config, emit, self.messages, held, self.consumed)
         step = iteration_of_run(self.messages, free_updates(self.spec, self.opts)) + 1
         if (settled.update or {}).get("tripwire"):  # declined: the answer never reaches the thread
@@ -186,56 +178,41 @@ class _Step:
 
     async def _answer(self) -> Command[Any]:
         """The model's answer through the guards (SPEC §30), then `_settle`."""
-        spec, handle, opts = self.spec, self.handle, self.opts
-        self.emit = emit = Emitter(self.runtime, handle)
-        emit("step-start", {"iteration": self.iteration + 1})
-        refs = opts.delegation.enable_result_references or bool(spec.preview_tokens)  # a preview names its ref
-        self.schema = opts.output_schema or spec.output_schema
-        self.model = await spec.resolve_model(handle.request_context, refs, handle.override, self.schema)
-        system = await spec.resolve_instructions(handle.request_context, handle.override)
+        spec, handle, turn = self.spec, self.handle, self.turn
+        emit = turn.emit
+        emit("step-start", {"iteration": turn.iteration + 1})
+        await turn.resolve(self.opts.delegation.enable_result_references or bool(spec.preview_tokens))  # a preview names its ref
         self.memory_value: Any = None
         if spec.working_memory is not None:
             self.memory_value = await read_value(spec.working_memory, spec.agent_id, self.state, self.runtime.store, handle)
             section = spec.working_memory.render(self.memory_value)
-            system = f"{system}\n\n{section}" if system else section
-        self.system = budget_notice(handle.budget, system)  # a budget at 80%: one line, this call only
+            turn.system = f"{turn.system}\n\n{section}" if turn.system else section
         history = [*self.messages, *self.pending] if self.pending else self.messages
         if not spec.guarded:
             return await self._settle(await self._invoke(history), [])
-        turn = await guarded_turn(spec, self._invoke, list(history), handle, self.config, emit)
-        if turn.tripwire is not None or turn.response is None:
-            dropped(handle, emit, self.answers, self.iteration + 1)  # a parallel input guard may trip after the answer
-        if turn.tripwire is not None:
-            return tripwire_end(self.state, self.messages, turn.tripwire, handle, self.consumed)
-        if turn.response is None:  # sent back: the model answers again, its answer unstored
-            update = {"messages": [*turn.stored, *self.pending, turn.feedback], **self.consumed}
+        guarded = await guarded_turn(spec, self._invoke, list(history), handle, self.config, emit)
+        if guarded.tripwire is not None or guarded.response is None:
+            dropped(handle, emit, turn.answers, turn.iteration + 1)  # a parallel input guard may trip after the answer
+        if guarded.tripwire is not None:
+            return tripwire_end(self.state, self.messages, guarded.tripwire, handle, self.consumed)
+        if guarded.response is None:  # sent back: the model answers again, its answer unstored
+            update = {"messages": [*guarded.stored, *self.pending, guarded.feedback], **self.consumed}
             return Command(update=update, goto=SUPERVISOR_NODE)
-        if turn.held is not None:  # escalated: held out of the thread until a person decides
-            held = {"message": turn.response, "guard": list(turn.held), "stored": turn.stored}
-            update = {"guard_held": held, "messages": [*turn.stored, *self.pending], **self.consumed}
+        if guarded.held is not None:  # escalated: held out of the thread until a person decides
+            held = {"message": guarded.response, "guard": list(guarded.held), "stored": guarded.stored}
+            update = {"guard_held": held, "messages": [*guarded.stored, *self.pending], **self.consumed}
             return Command(update=update, goto=SUPERVISOR_NODE)
-        return await self._settle(turn.response, turn.stored)
+        return await self._settle(guarded.response, guarded.stored)
 
     async def _invoke(self, history: Sequence[BaseMessage], streamed: bool = False, send: bool = False) -> Any:
-        handle = self.handle
-        request = ModelRequest(self.model, self.system, history, handle.context_messages, self.state, self.config, handle, self.emit)
-        try:
-            out = await call_model(self.spec, request, quiet_answer=bool(self.spec.guarded), streamed=streamed, send=send)
-        finally:
-            self.wrote.update(request.updates)
-            for usage in request.spent:  # a summary's tokens count against budgets too
-                spend(handle.budget, usage)
-        self.answers.append(out[0] if streamed else out)
-        return out
+        quiet_answer = bool(self.spec.guarded)  # a guard checks the answer before anybody sees it
+        return await self.turn.call(history, self.state, self.config, quiet_answer=quiet_answer, streamed=streamed, send=send)
 
     async def _settle(self, response: Any, guarded: list[BaseMessage]) -> Command[Any]:
         """What the model answered, made safe and counted, its control and memory calls
         answered here, announced, then routed (`guarded`: a redacted input to store)."""
-        spec, state, handle = self.spec, self.state, self.handle
-        if not isinstance(response, AIMessage):
-            raise TypeError(f"Agent {spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
-        spend(handle.budget, response.usage_metadata)
-        response, errors = repair_calls(response)
+        spec, state, handle, turn = self.spec, self.state, self.handle, self.turn
+        response, errors = turn.take(response)
         if spec.background is not None and any(c["name"] in CONTROL_TOOLS for c in response.tool_calls):
             errors.extend(await _control_calls(spec, state, self.config, handle, response))
         memory_update: dict[str, Any] = {}
@@ -243,20 +220,20 @@ class _Step:
         if spec.working_memory is not None and any(c["name"] == WORKING_MEMORY_TOOL for c in response.tool_calls):
             updates, memory_update = await _update_memory(spec, state, self.runtime, handle, response, self.memory_value)
             errors.extend(result for result, _ in updates)
-        _announce(spec, self.emit, response, self.iteration + 1, updates)
+        _announce(spec, turn.emit, response, turn.iteration + 1, updates)
         if spec.working_memory is not None and is_update_turn(response):
             # not an iteration: no hook, no dispatch, straight back to the model
             command: Command[Any] = Command(update={"messages": [response, *errors]}, goto=SUPERVISOR_NODE)
-        elif self.schema is not None:
-            command = self._structured(response, errors, self.schema)
+        elif turn.schema is not None:
+            command = self._structured(response, errors)
         else:
             command = self._route(response, errors)
         update: dict[str, Any] = command.update  # type: ignore[assignment]
-        if self.iteration == 0 and (state.get("structured_response") is not None or state.get("structured_output_error")):
+        if turn.iteration == 0 and (state.get("structured_response") is not None or state.get("structured_output_error")):
             update.setdefault("structured_response", None)
             update.setdefault("structured_output_error", None)
         update.update(memory_update)
-        update.update(self.wrote)
+        update.update(turn.wrote)
         if self.pending:
             update["messages"] = [*self.pending, *update["messages"]]
             update.update(self.consumed)
@@ -265,12 +242,11 @@ class _Step:
         return command
 
 
-    def _structured(self, response: AIMessage, errors: list[ToolMessage], schema: OutputSchema) -> Command[Any]:
+    def _structured(self, response: AIMessage, errors: list[ToolMessage]) -> Command[Any]:
         """A turn of an agent with an output schema (SPEC §28): tool calls go on as usual;
         the answer is validated, sent back once more when invalid, else the run's value."""
-        errors.extend(stray_final_answers(response))
         state, messages = self.state, self.messages
-        settled = settle(schema, response, retries_used(messages, run_start(messages)) < self.opts.output_retries)
+        settled = self.turn.validate(response, errors, messages, run_start(messages))
         if settled is None:
             return self._route(response, errors)
         if settled.retry:

@@ -6,8 +6,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from supervisor_graph.nodes.delegation.view import _view, model_view
 from supervisor_graph.nodes.state import _add_message_batches
-from supervisor_graph.nodes.turn.model_call import _in_call_order, model_input
 from supervisor_graph.nodes.turn.prefix_cache import PrefixCache
+from supervisor_graph.nodes.turn.turn import _in_call_order, model_input
 
 
 def _turn(i: int) -> list:
