@@ -2,7 +2,7 @@
 
 - `turn/`: an agent's turn (the supervisor node, a leaf's in-node loop, the tools node)
 - `steps/`: capabilities of a turn (budget, compaction, structured output, ...)
-- `guards/`: guardrails where they take effect
+- `guards/`: guardrails: the built-in guards and where their verdicts take effect
 - `delegation/`: a delegation's start, run and completion
 - `remote/`, `background/`: delegations run on another server or as background tasks
 - `gates/`: the iteration hook and the task-completion gate after a turn

@@ -24,9 +24,9 @@ from langchain_core.outputs import ChatGenerationChunk
 
 from supervisor_graph import Agent, Memory
 from supervisor_graph.guardrails import PII_KINDS, GuardContext, Guardrail, allow, detect_pii, guardrail, pii, redact
-from supervisor_graph.guardrails.detectors import hold_from
 from supervisor_graph.nodes.guards.boundaries import Crossing
 from supervisor_graph.nodes.guards.core import check_boundary
+from supervisor_graph.nodes.guards.detectors import hold_from
 from supervisor_graph.nodes.guards.stream import StreamWindows
 from supervisor_graph.testing import ScriptedChatModel, delegate
 

@@ -1,33 +1,55 @@
-"""Guards that ask a model (SPEC §30): `prompt_injection`, `moderation` and `topic`.
+"""Guards that ask a model (SPEC §30): the judge behind `prompt_injection`, `moderation`
+and `topic` (declared from `supervisor_graph.guardrails`).
 
-Each asks its judge model (any model string, or a LangChain chat model) for a structured
-verdict, `GuardJudgement(flagged, reason)`, through a tool call as the rubric scorer does
-(`supervisor_graph.declaration.scorers`), and blocks (or escalates, `on_flag="escalate"`)
-a flagged text. The judge's tokens go to `GuardContext.record_usage` under the guard's
-name, so they count in `usage_by_agent` and against budgets. A judge that fails (an
-error, no verdict) raises: the guard is a tripwire unless declared `on_error="allow"`.
+`JudgeGuard` asks its judge model for a structured verdict, `GuardJudgement(flagged,
+reason)`, through a tool call as the rubric scorer does, and blocks (or escalates,
+`on_flag="escalate"`) a flagged text. The judge's tokens go to `GuardContext.record_usage`
+under the guard's name, so they count in `usage_by_agent` and against budgets. A judge
+that fails (an error, no verdict) raises: the guard is a tripwire unless declared
+`on_error="allow"`.
 
-    >>> from supervisor_graph.testing import ScriptedChatModel, tool_call
-    >>> judge = ScriptedChatModel(responses=[tool_call("GuardJudgement", {"flagged": True, "reason": "asks to ignore the rules"})])
-    >>> guard = prompt_injection(model=judge)
-    >>> sorted(guard.at), guard.name
-    (['result', 'tool_result'], 'prompt_injection')
+The judge is a LangChain chat model, or a function of no arguments that returns one,
+called at the guard's first check. Model strings are not read here: reading one is
+`supervisor_graph.declaration.models`' work, above `nodes`, and imports point down only.
+So the public factories check a model string when the guard is declared (a bad string
+or a missing package fails there, as for an agent's model) and hand this module a
+function that resolves it at first use (the provider's key is needed only then).
+
+    >>> guard = JudgeGuard("topic", lambda: None, topic_instructions(["billing"]), "block")  # the judge: not asked here
+    >>> print(guard.prompt(GuardContext(boundary="input", text="Where is my parcel?")))
+    The text is a user's message to an assistant.
+    <BLANKLINE>
+    <text>
+    Where is my parcel?
+    </text>
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeAlias
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, Field
 
-from supervisor_graph.declaration.models import parse_model_string, resolve_model_string
 from supervisor_graph.nodes.guards.core import GuardContext, Guardrail, allow, block, escalate
 
-__all__ = ["GuardJudgeError", "GuardJudgement", "JudgeGuard", "moderation", "prompt_injection", "topic"]
+__all__ = [
+    "DEFAULT_POLICY",
+    "INJECTION",
+    "GuardJudgeError",
+    "GuardJudgement",
+    "JudgeGuard",
+    "JudgeModel",
+    "judge_guardrail",
+    "moderation_instructions",
+    "topic_instructions",
+]
+
+JudgeModel: TypeAlias = BaseChatModel | Callable[[], BaseChatModel]
+"""A judge: the chat model itself, or a function that returns it at the guard's first check."""
 
 
 class GuardJudgement(BaseModel):
@@ -67,23 +89,18 @@ DEFAULT_POLICY = (
 
 
 class JudgeGuard:
-    """A guard that asks a judge model; `prompt_injection`, `moderation` and `topic` build it."""
+    """A guard that asks a judge model; `judge_guardrail` declares it."""
 
-    def __init__(self, name: str, model: BaseChatModel | str, instructions: str, on_flag: str) -> None:
+    def __init__(self, name: str, model: JudgeModel, instructions: str, on_flag: str) -> None:
         if on_flag not in ("block", "escalate"):
             raise ValueError(f"{name}: on_flag must be 'block' or 'escalate', not {on_flag!r}")
-        if isinstance(model, str):
-            parse_model_string(model)  # a bad string or a missing package is an error here; the key is needed at first use
-            self._model_string: str | None = model
-            self._model: BaseChatModel | None = None
-        elif isinstance(model, BaseChatModel):
-            self._model_string, self._model = None, model
-        else:
+        # a chat model is callable too (LangChain's deprecated `__call__`): asked first
+        if not isinstance(model, BaseChatModel) and not callable(model):
             raise TypeError(
-                f"{name}: model must be a model string ('provider/model', e.g. 'openai/gpt-5-mini') or a LangChain "
-                f"BaseChatModel, not {type(model).__name__}"
+                f"{name}: model must be a LangChain BaseChatModel or a function that returns one, not {type(model).__name__}"
             )
         self.name = name
+        self.model = model
         self.instructions = instructions
         self.on_flag = on_flag
         self._judge: Any = None
@@ -92,7 +109,7 @@ class JudgeGuard:
     def judge(self) -> Any:
         """The judge model with structured output, its raw message kept for the usage (built at first use)."""
         if self._judge is None:
-            model = self._model or resolve_model_string(self._model_string or "")
+            model = self.model if isinstance(self.model, BaseChatModel) else self.model()
             self._judge = model.with_structured_output(GuardJudgement, include_raw=True)
         return self._judge
 
@@ -124,60 +141,26 @@ class JudgeGuard:
         return escalate(reason) if self.on_flag == "escalate" else block(reason)
 
 
-def _judge(
-    name: str, model: BaseChatModel | str, instructions: str, at: str | Iterable[str], on_flag: str, settings: dict[str, Any]
+def judge_guardrail(
+    name: str, model: JudgeModel, instructions: str, at: str | Iterable[str], on_flag: str, settings: dict[str, Any]
 ) -> Guardrail:
+    """The guard that asks `model` with `instructions`; `settings` are `Guardrail`'s."""
     return Guardrail(check=JudgeGuard(name, model, instructions, on_flag), at=at, name=name, **settings)  # type: ignore[arg-type]
 
 
-def prompt_injection(
-    model: BaseChatModel | str,
-    *,
-    at: str | Iterable[str] = ("tool_result", "result"),
-    on_flag: Literal["block", "escalate"] = "block",
-    name: str = "prompt_injection",
-    instructions: str = INJECTION,
-    **settings: Any,
-) -> Guardrail:
-    """A judge for indirect prompt injection: text that gives the agent reading it orders.
-    Built for the boundaries where outside text comes in: `tool_result` (what a tool
-    read) and `result` (what a subagent hands back). `settings` are `Guardrail`'s."""
-    return _judge(name, model, instructions, at, on_flag, settings)
+def moderation_instructions(policy: str) -> str:
+    """`moderation`'s instructions: flag what breaks `policy` (plain words)."""
+    return f"You moderate content against this policy. Flag the text if it breaks it.\n\nPolicy:\n{policy}"
 
 
-def moderation(
-    model: BaseChatModel | str,
-    *,
-    policy: str = DEFAULT_POLICY,
-    at: str | Iterable[str] = ("input", "output"),
-    on_flag: Literal["block", "escalate"] = "block",
-    name: str = "moderation",
-    **settings: Any,
-) -> Guardrail:
-    """A judge of content against `policy` (what to flag, in plain words; a general one by
-    default), on what the user sends and what the agent answers by default."""
-    instructions = f"You moderate content against this policy. Flag the text if it breaks it.\n\nPolicy:\n{policy}"
-    return _judge(name, model, instructions, at, on_flag, settings)
-
-
-def topic(
-    allowed: Sequence[str],
-    model: BaseChatModel | str,
-    *,
-    at: str | Iterable[str] = ("input",),
-    on_flag: Literal["block", "escalate"] = "block",
-    name: str = "topic",
-    **settings: Any,
-) -> Guardrail:
-    """A judge that keeps the conversation on the `allowed` topics: a user message about
-    anything else is flagged (greetings and follow-ups on an allowed topic pass)."""
+def topic_instructions(allowed: Sequence[str]) -> str:
+    """`topic`'s instructions: flag a text about none of the `allowed` topics."""
     topics = [str(t).strip() for t in ([allowed] if isinstance(allowed, str) else allowed) if str(t).strip()]
     if not topics:
         raise ValueError("topic: allowed= must name at least one topic")
-    instructions = (
+    return (
         "You keep an assistant on topic. Its allowed topics are:\n"
         + "\n".join(f"- {t}" for t in topics)
         + "\nFlag the text if it is about something else. Greetings, thanks, and follow-ups or clarifications "
         "about an allowed topic are not flagged."
     )
-    return _judge(name, model, instructions, at, on_flag, settings)

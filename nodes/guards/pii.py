@@ -1,15 +1,15 @@
 """The `pii` guard (SPEC §30): finds personal data and secrets in the text crossing a
 boundary and redacts, masks, hashes or blocks it.
 
-    >>> from supervisor_graph.guardrails import GuardContext
+    >>> from supervisor_graph.nodes.guards.core import GuardContext
     >>> guard = pii(strategy="mask", at="output")
     >>> guard.check.check(GuardContext(boundary="output", text="Card 4111-1111-1111-1111."))
     Redact(kind='redact', text='Card ****-****-****-1111.')
 
 Text that is JSON (always so at `tool_args`, often at `tool_result`) is redacted value by
-value, so it stays valid JSON. The default detectors are deterministic
-(`supervisor_graph.guardrails.detectors`); `engine="presidio"` asks Microsoft's presidio
-instead, for the kinds it knows (the `presidio` extra).
+value, so it stays valid JSON. The default detectors are deterministic (`detectors`);
+`engine="presidio"` asks Microsoft's presidio instead, for the kinds it knows (the
+`presidio` extra; `presidio.py`, imported only when that engine is asked for).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from supervisor_graph.guardrails.detectors import PII_KINDS, PIIMatch, detect_pii, hold_from
 from supervisor_graph.nodes.guards.core import BOUNDARIES, GuardContext, Guardrail, allow, block, redact
+from supervisor_graph.nodes.guards.detectors import PII_KINDS, PIIMatch, detect_pii, hold_from
 
 __all__ = ["PIIGuard", "pii"]
 
@@ -215,7 +215,7 @@ def pii(
                 "finds has no form that tells how much of the stream to hold back. Use mode='blocking' (the answer "
                 "is checked whole before it is sent), or engine='regex' for the kinds it knows"
             )
-        from supervisor_graph.guardrails.presidio import PresidioAnalyzer
+        from supervisor_graph.nodes.guards.presidio import PresidioAnalyzer
 
         found_by: Any = PresidioAnalyzer(analyzer)
         found_by.check_kinds(wanted)

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from supervisor_graph.guardrails.detectors import PIIMatch, detect_pii
+from supervisor_graph.nodes.guards.detectors import PIIMatch, detect_pii
 
 __all__ = ["PRESIDIO_ENTITIES", "PresidioAnalyzer"]
 
