@@ -3,6 +3,11 @@
 The compiler (in `supervisor_graph`) resolves a declaration into an `AgentSpec`: model
 bound to its tools once, tool objects by name, delegation tool names, defaults. Nodes
 read only this, so per-call work stays proportional to what the call does.
+
+The spec knows no capability: what an agent declares of one (a budget, an output
+schema, working memory, guards, compaction, background tasks) is held by that
+capability's step (`steps`, SPEC §32), and read with the capability's own accessor
+(`budget_of`, `declared_schema`, `working_memory_of`, `guards_of`, ...).
 """
 
 from __future__ import annotations
@@ -16,18 +21,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from supervisor_graph.nodes.background.tasks import BackgroundSettings
-from supervisor_graph.nodes.guards.core import Guardrail
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.scope.context import RequestContext
 from supervisor_graph.nodes.scope.versions import AgentOverride
-from supervisor_graph.nodes.steps.budget import Budget
-from supervisor_graph.nodes.steps.compaction import Compactor
-from supervisor_graph.nodes.steps.protocol import NO_STEPS, Steps
-from supervisor_graph.nodes.steps.structured_output import OutputSchema, strict_tool, uses_native
-from supervisor_graph.nodes.steps.working_memory import WorkingMemory
+from supervisor_graph.nodes.steps.protocol import NO_STEPS, AnswerShape, Steps
 
-__all__ = ["AgentSpec", "DELEGATION_PREFIX", "Guardrail", "maybe_await", "with_refs_parameter"]
+__all__ = ["AgentSpec", "DELEGATION_PREFIX", "maybe_await", "with_refs_parameter"]
 
 DELEGATION_PREFIX = "agent-"
 
@@ -91,23 +90,15 @@ class AgentSpec:
     defaults: RunOptions
     # tools without `execute`: the caller runs them
     client_tools: frozenset[str] = frozenset()
-    working_memory: WorkingMemory | None = None
-    background: BackgroundSettings | None = None
     retry_policy: Any = None  # the agent's RetryPolicy for its model calls
     agent_name: str = ""  # `Agent.name`, else its id: what traces call it
     inherit_context: bool = True  # False: as a subagent it sees only its prompt and its own thread (SPEC §25)
     # subagent key -> its `result_preview_tokens`: longer answers reach this agent as a preview and a ref
     preview_tokens: Mapping[str, int] = field(default_factory=dict)
     tracing: bool = True  # False: `Agent(tracing=False)`, no OpenTelemetry spans for its runs
-    compaction: Compactor | None = None  # `Agent(compaction=...)`: its model input kept under a size (SPEC §25)
-    # the capabilities its turn runs as steps (SPEC §32), built by the compiler once
+    # the capabilities it declares, as the steps its turn runs (SPEC §32), built by the
+    # compiler once; each holds its capability's settings
     steps: Steps = NO_STEPS
-    budget: Budget | None = None  # `Agent(budget=...)`: limits for each run of this agent (SPEC §25)
-    output_schema: OutputSchema | None = None  # `Agent(output_schema=...)`: the shape of its answer (SPEC §28)
-    # `Agent(guardrails=...)`, its parent's when it declares none (SPEC §30), and the
-    # boundaries they watch: a boundary no guard watches costs one set lookup
-    guards: tuple[Guardrail, ...] = ()
-    guarded: frozenset[str] = frozenset()
     # (selection, the run's store) -> a version resolver, for runs the facade did not
     # prepare (Studio, servers, `graph.ainvoke`); given by the compiler, which knows how
     # versions are stored
@@ -126,7 +117,7 @@ class AgentSpec:
         model: BaseChatModel,
         with_refs: bool = False,
         only: frozenset[str] | None = None,
-        schema: OutputSchema | None = None,
+        schema: AnswerShape | None = None,
     ) -> Runnable[Any, Any]:
         """`model` bound to this agent's tools (or the subset `only`, a version's) and the
         output schema's way of answering, once per model (binding is not free)."""
@@ -140,12 +131,7 @@ class AgentSpec:
         schemas.extend(self.steps.tools)  # working memory's update tool, background control's tools
         kwargs: dict[str, Any] = {}
         if schema is not None:  # native structured output, else the final answer tool (SPEC §28)
-            strict = uses_native(model, schema)
-            if strict is not None:
-                kwargs["response_format"] = schema.response_format(strict)
-                schemas = [strict_tool(s) for s in schemas]  # the provider wants strict tools beside it
-            else:
-                schemas.append(schema.tool_schema())
+            schemas, kwargs = schema.binding(model, schemas)
         bound: Runnable[Any, Any]
         if schemas:
             bound = model.bind_tools(schemas, **kwargs)
@@ -161,7 +147,7 @@ class AgentSpec:
         request_context: RequestContext,
         with_refs: bool = False,
         override: AgentOverride | None = None,
-        schema: OutputSchema | None = None,
+        schema: AnswerShape | None = None,
     ) -> Runnable[Any, Any]:
         model = override.chat_model if override is not None and override.chat_model is not None else self.chat_model
         if model is None:

@@ -22,6 +22,7 @@ from supervisor_graph.declaration.agent_rules import (
     agents_from,
     background_settings_of,
     check_cycles,
+    check_tool_names,
     model_retry_policy,
 )
 from supervisor_graph.declaration.models import parse_model_string
@@ -29,14 +30,14 @@ from supervisor_graph.declaration.remote import RemoteAgent, RemoteSubagent
 from supervisor_graph.declaration.tools import tools_by_name
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.background.tasks import BackgroundSettings, BackgroundTaskConfig
+from supervisor_graph.nodes.guards.core import Guardrail
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.scope.context import RequestContext
-from supervisor_graph.nodes.spec import DELEGATION_PREFIX, Guardrail
 from supervisor_graph.nodes.steps.budget import Budget
 from supervisor_graph.nodes.steps.compaction import CompactionSettings
 from supervisor_graph.nodes.steps.decisions import decision_payload
 from supervisor_graph.nodes.steps.structured_output import OutputSchema, output_schema_of
-from supervisor_graph.nodes.steps.working_memory import WORKING_MEMORY_TOOL, WorkingMemory
+from supervisor_graph.nodes.steps.working_memory import WorkingMemory
 from supervisor_graph.run.facade import generate, run_sync, stream, stream_sync
 from supervisor_graph.run.idle import generate_until_idle, recover_background_tasks, stream_until_idle
 from supervisor_graph.run.resume import resume
@@ -205,16 +206,7 @@ class Agent(BaseModel):
 
     @model_validator(mode="after")
     def _check_tree(self) -> Agent:
-        for key in self.agents:
-            if f"{DELEGATION_PREFIX}{key}" in self.tools:
-                raise ValueError(
-                    f"tools: tool name '{DELEGATION_PREFIX}{key}' clashes with the delegation tool of subagent "
-                    f"{key!r}; rename the tool"
-                )
-        if self.effective_working_memory is not None and WORKING_MEMORY_TOOL in self.tools:
-            raise ValueError(
-                f"tools: {WORKING_MEMORY_TOOL!r} is the working-memory tool of agent {self.id!r}; rename your tool"
-            )
+        check_tool_names(self)
         local = {key for key, sub in self.agents.items() if isinstance(sub, Agent)}
         unknown = sorted(set(self.background_tasks.tools) - local) if self.background_tasks else []
         if unknown:

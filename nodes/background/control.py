@@ -12,13 +12,18 @@ updating need the host that runs the task). A bad id is a tool error the model s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.messages import ToolCall, ToolMessage
 
 from supervisor_graph.nodes.steps.protocol import Step
 
+if TYPE_CHECKING:
+    from supervisor_graph.nodes.background.tasks import BackgroundSettings
+    from supervisor_graph.nodes.spec import AgentSpec
+
 __all__ = [
+    "background_of",
     "CONTROL_SCHEMAS",
     "ControlTools",
     "CONTROL_TOOLS",
@@ -150,3 +155,12 @@ class ControlTools(Step):
 
     name = "background_control"
     tools = tuple(CONTROL_SCHEMAS)
+
+    def __init__(self, settings: BackgroundSettings) -> None:
+        self.settings = settings
+
+
+def background_of(spec: AgentSpec) -> BackgroundSettings | None:
+    """Which of the agent's delegations run as background tasks (SPEC §12), if any do."""
+    step = spec.steps.find(ControlTools)
+    return step.settings if step is not None else None

@@ -28,6 +28,7 @@ from supervisor_graph.nodes.delegation.opening import Delegation
 from supervisor_graph.nodes.delegation.references import assign_ref, ref_line
 from supervisor_graph.nodes.delegation.result import DelegationRecord, abort_reason, failure_text, mark_aborted
 from supervisor_graph.nodes.guards.boundaries import announce_result, guard_result
+from supervisor_graph.nodes.guards.core import guarded_at
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.observability.tracing import announce
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
@@ -144,7 +145,7 @@ async def finish_delegation(delegation: Delegation) -> Command[Any]:
     the supervisor (a caller's cancel inside the delegation stops the parent too)."""
     config, handle, record, emit = delegation.config, delegation.handle, delegation.record, delegation.emit
     parent, key, call, namespace = delegation.parent, delegation.key, delegation.call, delegation.namespace
-    guarded = "result" in parent.guarded
+    guarded = "result" in guarded_at(parent)
     artifact = delegation.artifact()
     if ended_by_cancel(record.messages):  # the caller cancelled a suspended call: stop here too
         artifact["cancelled"] = True
@@ -204,7 +205,7 @@ def make_complete_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
             )
             handle.delegations[tool_call_id] = record
         update: dict[str, Any] = {}
-        if "result" in parent.guarded:  # before the hook, the model and the refs see it (SPEC §30)
+        if "result" in guarded_at(parent):  # before the hook, the model and the refs see it (SPEC §30)
             emit = Emitter(runtime, handle)
             if record.success:
                 again = await guard_result(parent, key, sub_id, payload, artifact, record, handle, config, emit)

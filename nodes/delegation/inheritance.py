@@ -30,9 +30,9 @@ from supervisor_graph.nodes.scope.context import (
     RequestContext,
 )
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.steps.budget import child_budget
-from supervisor_graph.nodes.steps.compaction import COMPACTION_KEY, summarised
-from supervisor_graph.nodes.steps.structured_output import output_schema_of
+from supervisor_graph.nodes.steps.budget import budget_of, child_budget
+from supervisor_graph.nodes.steps.compaction import COMPACTION_KEY, compactor_of, summarised
+from supervisor_graph.nodes.steps.structured_output import declared_schema, output_schema_of
 
 __all__ = ["SubRun", "inherit", "sub_options"]
 
@@ -78,7 +78,7 @@ async def inherit(delegation: Delegation, sub_spec: AgentSpec) -> SubRun:
     if task.get("output_schema") is not None:  # `modified_output_schema` of the start hook
         chosen_schema = handle.output_schemas.get(record.tool_call_id) or output_schema_of(task["output_schema"])
         sub_opts = sub_opts.model_copy(update={"output_schema": chosen_schema})
-    record.schema = sub_opts.output_schema or sub_spec.output_schema
+    record.schema = sub_opts.output_schema or declared_schema(sub_spec)
     sub_config = _sub_config(delegation, sub_spec, sub_handle)
     return SubRun(sub_opts, sub_handle, sub_config, RunContext.for_run(sub_opts, sub_handle))
 
@@ -100,7 +100,7 @@ async def _inherited(delegation: Delegation, sub_spec: AgentSpec) -> list[BaseMe
     parent_messages: list[BaseMessage] = read_channel(config, "messages") or []
     # inherit_context=False: only the prompt and its own thread (the filter still runs)
     inherited = [*handle.context_messages, *parent_messages] if sub_spec.inherit_context else []
-    if delegation.parent.compaction is not None and inherited:  # what the parent's model sees: its summary
+    if compactor_of(delegation.parent) is not None and inherited:  # what the parent's model sees: its summary
         inherited = summarised(inherited, read_channel(config, COMPACTION_KEY))
     opts = delegation.opts
     return await apply_message_filter(opts, handle, inherited, record.agent_id, record.prompt, record.tool_call_id)
@@ -126,7 +126,7 @@ async def _sub_handle(
         versions=handle.versions,
         override=await handle.versions.resolve(agent_id) if handle.versions is not None else None,
         # its parent's budgets and its own (`modified_budget`, else `Agent(budget=)`), from now
-        budget=child_budget(handle.budget, delegation.task.get("budget"), sub_spec.budget),
+        budget=child_budget(handle.budget, delegation.task.get("budget"), budget_of(sub_spec)),
     )
 
 

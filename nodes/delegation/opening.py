@@ -21,6 +21,7 @@ from supervisor_graph.nodes.delegation.hooks import HookFailed
 from supervisor_graph.nodes.delegation.result import DelegationRecord
 from supervisor_graph.nodes.errors import log_failure, original_error
 from supervisor_graph.nodes.guards.boundaries import guard_delegation_in_node
+from supervisor_graph.nodes.guards.core import guarded_at
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.observability.tracing import announce
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
@@ -109,7 +110,7 @@ async def open_delegation(
     command that ends the node instead when a `delegation` guard stops it. Its record is
     the run's from now (`handle.delegations`)."""
     opts, handle = run_scope(parent, config, runtime)
-    if parent.guarded:  # the `delegation` boundary, before anything starts (SPEC §30)
+    if guarded_at(parent):  # the `delegation` boundary, before anything starts (SPEC §30)
         task, stopped = await guard_delegation_in_node(parent, key, agent_id, task, handle, config, Emitter(runtime, handle))
         if stopped is not None:
             return stopped

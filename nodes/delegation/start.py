@@ -20,6 +20,7 @@ from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.nodes.delegation.hooks import DelegationStartContext, DelegationStartResult, run_delegation_hook
 from supervisor_graph.nodes.delegation.result import failure_text
 from supervisor_graph.nodes.guards.boundaries import GUARD_CHECKED, GUARD_HELD, guard_delegation, guard_delegation_held
+from supervisor_graph.nodes.guards.core import guarded_at
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunContext
 from supervisor_graph.nodes.scope.context import RUN_IDENTITY_KEYS, check_json
@@ -38,7 +39,7 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
         opts, handle = run_scope(parent, config, runtime)
         hook = opts.delegation.on_delegation_start
         call = task["call"]
-        guarded = "delegation" in parent.guarded and not task.get(GUARD_CHECKED)
+        guarded = "delegation" in guarded_at(parent) and not task.get(GUARD_CHECKED)
         if task.get(GUARD_HELD):  # the subagent node's guard escalated: the person decides here (SPEC §30)
             stopped = await guard_delegation_held(parent, sub_id, task, handle, config, Emitter(runtime, handle))
             if stopped is not None:

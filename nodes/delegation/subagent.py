@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from supervisor_graph.checkpointers.naming import delegation_thread_id, stable_namespace, subagent_resource_id
+from supervisor_graph.nodes.background.control import background_of
 from supervisor_graph.nodes.delegation.in_background import run_in_background
 from supervisor_graph.nodes.delegation.inheritance import inherit, sub_options
 from supervisor_graph.nodes.delegation.lifecycle import open_delegation, run_and_complete
@@ -64,7 +65,8 @@ async def _run_here(delegation: Delegation, sub_spec: AgentSpec, graph: Any, per
         return None
 
     parent, key = delegation.parent, delegation.key
-    settings = parent.background.for_key(key) if parent.background is not None else None
+    background = background_of(parent)
+    settings = background.for_key(key) if background is not None else None
     if settings is None and delegation.task.get("background_run") is None:
         return await execute()
     return await run_in_background(delegation, sub, graph, settings, execute)

@@ -29,8 +29,8 @@ from supervisor_graph.nodes.options import RunContext
 from supervisor_graph.nodes.scope.lookup import run_scope
 from supervisor_graph.nodes.spec import AgentSpec, maybe_await
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, run_start
-from supervisor_graph.nodes.steps.structured_output import OutputSchema
-from supervisor_graph.nodes.steps.working_memory import without_updates
+from supervisor_graph.nodes.steps.structured_output import OutputSchema, declared_schema
+from supervisor_graph.nodes.steps.working_memory import without_updates, working_memory_of
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, last_turn
 
@@ -77,14 +77,14 @@ def make_task_complete_node(spec: AgentSpec) -> Any:
         start = run_start(messages)
         # working-memory updates are bookkeeping, not part of the answer being judged
         judged: list[BaseMessage] = (
-            without_updates(messages[start:]) if spec.working_memory is not None else list(messages[start:])
+            without_updates(messages[start:]) if working_memory_of(spec) is not None else list(messages[start:])
         )
         context = ScoringContext(
             run=RunView(
                 input=text_of(messages[start]) if messages else "",
                 output=text_of(answer) if answer is not None else "",
                 messages=judged,
-                output_object=_answer_object(opts.output_schema or spec.output_schema, state.get("structured_response")),
+                output_object=_answer_object(opts.output_schema or declared_schema(spec), state.get("structured_response")),
             ),
             iteration=sum(1 for m in judged if m.type == "ai"),
             request_context=handle.request_context,

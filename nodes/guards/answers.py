@@ -20,7 +20,7 @@ from langgraph.graph import END
 from langgraph.types import Command
 
 from supervisor_graph.nodes.guards.boundaries import Crossing, cross, hold_for_person, tripped
-from supervisor_graph.nodes.guards.core import Tripwire, TripwireError, guards_at
+from supervisor_graph.nodes.guards.core import Tripwire, TripwireError, guarded_at, guards_at, guards_of
 from supervisor_graph.nodes.guards.stream import quiet, stream_answer
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
@@ -73,7 +73,7 @@ async def check_input(
     crossing = await cross(spec, "input", text_of(message), handle=handle, config=config, emit=emit, ref=f"{handle.run_id}-input")
     trip = crossing.tripwire
     if trip is None and crossing.feedback is not None:
-        guard = next((g.name for g in guards_at(spec.guards, "input")), "")
+        guard = next((g.name for g in guards_at(guards_of(spec), "input")), "")
         trip = Tripwire(guard=guard, boundary="input", agent_path=handle.agent_path, reason=crossing.feedback)
         await tripped(trip, config, handle, emit)
     if trip is not None:
@@ -86,7 +86,7 @@ async def check_input(
 
 def parallel_input(spec: AgentSpec) -> bool:
     """True when every input guard runs beside the model call (`mode="parallel"`)."""
-    return all(g.mode == "parallel" for g in guards_at(spec.guards, "input"))
+    return all(g.mode == "parallel" for g in guards_at(guards_of(spec), "input"))
 
 
 async def race_input(check: Any, call: Any) -> tuple[Any, Any]:
@@ -160,7 +160,7 @@ async def check_output(
     is what the streaming guards decided while it streamed, see `stream_answer`)."""
     attempt = retries_at_output(messages)
     crossing = windowed
-    blocking = [g for g in guards_at(spec.guards, "output") if g.mode != "streaming"]
+    blocking = [g for g in guards_at(guards_of(spec), "output") if g.mode != "streaming"]
     text = windowed.text if windowed is not None else text_of(response)
     changed = windowed is not None and windowed.changed
     if blocking and (crossing is None or (crossing.tripwire is None and crossing.feedback is None and crossing.held is None)):
@@ -185,7 +185,7 @@ def _with_text(response: AIMessage, text: str) -> AIMessage:
 
 
 def streams_output(spec: AgentSpec) -> bool:
-    return any(g.mode == "streaming" for g in guards_at(spec.guards, "output"))
+    return any(g.mode == "streaming" for g in guards_at(guards_of(spec), "output"))
 
 
 class Turn(NamedTuple):
@@ -207,10 +207,10 @@ async def guarded_turn(
     answer streamed through the streaming output guards, then checked whole.
     `call(history, streamed, send)` makes the model call (compaction included)."""
     stored: list[BaseMessage] = []
-    streamed = "output" in spec.guarded and streams_output(spec)
-    send = streamed and all(g.mode == "streaming" for g in guards_at(spec.guards, "output"))
+    streamed = "output" in guarded_at(spec) and streams_output(spec)
+    send = streamed and all(g.mode == "streaming" for g in guards_at(guards_of(spec), "output"))
     response: Any = None
-    if "input" in spec.guarded:
+    if "input" in guarded_at(spec):
         if parallel_input(spec) and not streamed:
             checked, response = await race_input(check_input(spec, history, handle, config, emit), lambda: call(history))
         else:
@@ -233,7 +233,7 @@ async def guarded_turn(
             trip = Tripwire(guard=windowed.held[0], boundary="output", agent_path=handle.agent_path, reason=windowed.held[1])
             await tripped(trip, config, handle, emit)
             return Turn([], None, tripwire=trip)
-    if "output" not in spec.guarded or not isinstance(response, AIMessage) or response.invalid_tool_calls:
+    if "output" not in guarded_at(spec) or not isinstance(response, AIMessage) or response.invalid_tool_calls:
         return Turn(stored, response)
     view = final_answer_view(response)
     if response.tool_calls and view is None:
@@ -334,7 +334,7 @@ async def leaf_answer(
     tokens were not streamed: what streams is the checked text, once (the windows already
     went out as they were checked). A trip fails the delegation; an escalation comes back
     marked (`mark_held`) for the loop to put to a person."""
-    sent = windowed is not None and all(g.mode == "streaming" for g in guards_at(spec.guards, "output"))
+    sent = windowed is not None and all(g.mode == "streaming" for g in guards_at(guards_of(spec), "output"))
     view = final_answer_view(response) if response is not None else None
     if response is not None and view is not None:
         answer = await check_output(spec, view, history, handle, config, emit, windowed=windowed)

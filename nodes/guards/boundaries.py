@@ -1,7 +1,7 @@
 """Guardrails where text crosses an agent's boundaries (SPEC §30): what a node does with
 the `GuardOutcome` of `check_boundary` (nodes/guards/core.py holds the protocol).
 
-Every call site first asks `boundary in spec.guarded` (an empty set for an agent with no
+Every call site first asks `boundary in guarded_at(spec)` (an empty set for an agent with no
 guard), so a run without guards pays one set lookup per boundary and nothing else: no
 super-step, no routing, no checkpoint write.
 
@@ -34,6 +34,8 @@ from supervisor_graph.nodes.guards.core import (
     Tripwire,
     TripwireError,
     check_boundary,
+    guarded_at,
+    guards_of,
 )
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.observability.otel import guard_span
@@ -150,7 +152,7 @@ async def cross(
     if subagent is not None:
         where["subagent"] = subagent
     outcome = await check_boundary(
-        spec.guards if guards is None else guards,
+        guards_of(spec) if guards is None else guards,
         boundary,
         text,
         agent_path=handle.agent_path,
@@ -329,7 +331,7 @@ async def guard_delegation_in_node(
     one more per delegation turn, measured at +13% on a guarded 5-delegation run). What
     pauses goes to `<key>.start`, which asks the person there (`guard_delegation_held`).
     Returns the task to run, or the command that ends the node instead."""
-    if "delegation" not in parent.guarded or task.get(GUARD_CHECKED) or task.get("resume_ns"):
+    if "delegation" not in guarded_at(parent) or task.get(GUARD_CHECKED) or task.get("resume_ns"):
         return task, None
     call = task["call"]
     crossing = await cross(

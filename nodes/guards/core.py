@@ -14,11 +14,15 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from supervisor_graph.nodes.scope.context import RequestContext
+from supervisor_graph.nodes.steps.protocol import Step
+
+if TYPE_CHECKING:
+    from supervisor_graph.nodes.spec import AgentSpec
 
 __all__ = [
     "BOUNDARIES",
@@ -30,6 +34,7 @@ __all__ = [
     "GuardContext",
     "GuardError",
     "GuardOutcome",
+    "Guards",
     "Guardrail",
     "Redact",
     "Retry",
@@ -41,7 +46,9 @@ __all__ = [
     "check_boundary",
     "escalate",
     "guardrail",
+    "guarded_at",
     "guards_at",
+    "guards_of",
     "redact",
     "retry",
     "stream_hold",
@@ -367,3 +374,29 @@ async def check_boundary(
             trip = Tripwire(guard=guard.name, boundary=boundary, agent_path=agent_path, reason=verdict.reason)  # type: ignore[arg-type]
             return GuardOutcome(text=current, redacted=redacted, tripwire=trip, checked=tuple(checked))
     return GuardOutcome(text=current, redacted=redacted, checked=tuple(checked))
+
+
+class Guards(Step):
+    """An agent's guards as a step (`Agent(guardrails=...)`, else its parent's, SPEC §30)
+    and the boundaries they watch: where a boundary no guard watches costs one set
+    lookup. The turn and the delegation lifecycle call them at each boundary."""
+
+    name = "guards"
+
+    def __init__(self, guards: Sequence[Guardrail]) -> None:
+        self.guards = tuple(guards)
+        self.at = frozenset(boundary for guard in self.guards for boundary in guard.at)
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+def guards_of(spec: AgentSpec) -> tuple[Guardrail, ...]:
+    step = spec.steps.find(Guards)
+    return step.guards if step is not None else ()
+
+
+def guarded_at(spec: AgentSpec) -> frozenset[str]:
+    """The boundaries some guard of the agent watches (empty: it has no guards)."""
+    step = spec.steps.find(Guards)
+    return step.at if step is not None else _NONE

@@ -20,7 +20,7 @@ from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.runnables import RunnableConfig
 
 from supervisor_graph.nodes.guards.boundaries import Crossing, cross
-from supervisor_graph.nodes.guards.core import CHARS_PER_TOKEN, Guardrail, guards_at, stream_hold
+from supervisor_graph.nodes.guards.core import CHARS_PER_TOKEN, Guardrail, guards_at, guards_of, stream_hold
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle
 from supervisor_graph.nodes.spec import AgentSpec
@@ -113,7 +113,7 @@ async def stream_answer(
     checked text goes out (`emit` as `text-delta`, when `send`). A blocked window stops
     the model at once. Returns the message and what the guards decided (its text what
     went out, which is what the thread stores)."""
-    state = StreamWindows([g for g in guards_at(spec.guards, "output") if g.mode == "streaming"])
+    state = StreamWindows([g for g in guards_at(guards_of(spec), "output") if g.mode == "streaming"])
     full: AIMessageChunk | None = None
     message_id: str | None = None
 

@@ -13,7 +13,7 @@ from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.scope.context import RequestContext
 from supervisor_graph.nodes.scope.versions import VERSIONS_KEY
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.steps.budget import open_budget
+from supervisor_graph.nodes.steps.budget import budget_of, open_budget
 
 __all__ = ["run_scope", "with_version"]
 
@@ -69,7 +69,7 @@ def run_scope(spec: AgentSpec, config: RunnableConfig, runtime: Runtime[Any] | N
         thread_id=configurable.get("thread_id"),
         # the call's budget and the agent's own; a background task a server runs as a run of
         # its own is under its subagent's budget only (nodes/steps/budget.py)
-        budget=None if isinstance(ctx, RunContext) and ctx.background_task else open_budget(opts.budget, spec.budget),
+        budget=None if isinstance(ctx, RunContext) and ctx.background_task else open_budget(opts.budget, budget_of(spec)),
     )
     if opts.versions is not None and spec.versions_for is not None:
         # stored versions come from the run's store (servers provide one)

@@ -41,15 +41,21 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from supervisor_graph.nodes.delegation.result import DelegationRecord
 from supervisor_graph.nodes.state import UsageCounts, add_usage, zero_usage
+from supervisor_graph.nodes.steps.protocol import Step
+
+if TYPE_CHECKING:
+    from supervisor_graph.nodes.spec import AgentSpec
 
 __all__ = [
+    "AgentBudget",
+    "budget_of",
     "BUDGET_EXCEEDED",
     "NOTICE_AT",
     "Budget",
@@ -255,3 +261,19 @@ def exceeded_result(record: DelegationRecord, scope: BudgetScope | None) -> None
 def own_budget(scope: BudgetScope | None) -> dict[str, Any] | None:
     """The agent's own budget as JSON (what a background task's record keeps), or None."""
     return scope.own.model_dump(exclude_none=True) if scope is not None and scope.own is not None else None
+
+
+class AgentBudget(Step):
+    """`Agent(budget=...)` as a step: the limits each run of the agent opens
+    (`open_budget`, with the run's own); the turn meters them (`nodes/turn/turn.py`)."""
+
+    name = "budget"
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+
+
+def budget_of(spec: AgentSpec) -> Budget | None:
+    """The budget the agent declares, if any."""
+    step = spec.steps.find(AgentBudget)
+    return step.budget if step is not None else None

@@ -32,7 +32,7 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -50,7 +50,11 @@ from supervisor_graph.nodes.steps.protocol import ModelHandler, ModelRequest, St
 from supervisor_graph.nodes.steps.tokens import Tally, counter_for, exact_tally, tally
 from supervisor_graph.nodes.text import text_of
 
+if TYPE_CHECKING:
+    from supervisor_graph.nodes.spec import AgentSpec
+
 __all__ = [
+    "compactor_of",
     "COMPACTION_KEY",
     "SUMMARY_KWARG",
     "CompactionSettings",
@@ -357,6 +361,7 @@ class Compaction(Step):
     def __init__(self, compactor: Compactor) -> None:
         self.compactor = compactor
 
+
     async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
         context, shown, record = await self.compactor.fit(
             request.model, request.system, request.context, request.messages,
@@ -368,3 +373,9 @@ class Compaction(Step):
         if context is request.context and shown is request.messages:
             return await handler(request)
         return await handler(request.override(context=context, messages=shown))
+
+
+def compactor_of(spec: AgentSpec) -> Compactor | None:
+    """The agent's compaction (`Agent(compaction=...)`), if it has one."""
+    step = spec.steps.find(Compaction)
+    return step.compactor if step is not None else None

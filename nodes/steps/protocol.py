@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-__all__ = ["NO_STEPS", "ModelHandler", "ModelRequest", "Step", "Steps", "ToolHandler", "ToolRequest"]
+__all__ = ["NO_STEPS", "AnswerShape", "ModelHandler", "ModelRequest", "Step", "Steps", "ToolHandler", "ToolRequest"]
 
 
 @dataclass(slots=True)
@@ -52,6 +52,16 @@ class ModelRequest:
 
 
 ModelHandler = Callable[[ModelRequest], Awaitable[Any]]
+
+
+class AnswerShape(Protocol):
+    """The shape an answer must take (`nodes/steps/structured_output.py`'s
+    `OutputSchema`), as binding a model needs it: a key for the bound model's cache and
+    the tool schemas and `bind_tools` arguments that make the model answer in it."""
+
+    key: str
+
+    def binding(self, model: Any, schemas: list[Any]) -> tuple[list[Any], dict[str, Any]]: ...
 
 
 @dataclass(slots=True)
@@ -116,6 +126,8 @@ class Steps:
     # in the steps' order (read when a model is bound and when a leaf's journal opens)
     tools: tuple[Any, ...] = ()
     state_keys: Mapping[str, Any] = field(default_factory=dict)
+    # each step by its class: how a capability finds its own step's settings (`find`)
+    kinds: Mapping[type, Step] = field(default_factory=dict)
 
     @classmethod
     def of(cls, steps: Sequence[Step]) -> Steps:
@@ -124,7 +136,13 @@ class Steps:
         picked = {hook: tuple(s for s in steps if _overrides(s, f"a{hook}")) for hook in _HOOKS}
         tools = tuple(tool for step in steps for tool in step.tools)
         keys = {key: kind for step in steps for key, kind in step.state_keys.items()}
-        return cls(all=tuple(steps), tools=tools, state_keys=keys, **picked)
+        kinds = {type(step): step for step in steps}
+        return cls(all=tuple(steps), tools=tools, state_keys=keys, kinds=kinds, **picked)
+
+    def find(self, kind: type[S]) -> S | None:
+        """The agent's step of class `kind`, if it has one: a capability reads its
+        settings from its own step, so the spec need not know the capability."""
+        return self.kinds.get(kind)  # type: ignore[return-value]
 
     async def call_model(self, request: ModelRequest, innermost: ModelHandler) -> Any:
         """`innermost(request)` with the steps around it: each `abefore_model`, then the
@@ -149,6 +167,7 @@ class Steps:
         return await handler(request)
 
 
+S = TypeVar("S", bound=Step)
 _HOOKS = ("before_model", "wrap_model_call", "after_model", "wrap_tool_call")
 NO_STEPS = Steps()
 

@@ -19,17 +19,23 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError
 from typing_extensions import is_typeddict
 
 from supervisor_graph.nodes.state import FEEDBACK_MARK
+from supervisor_graph.nodes.steps.protocol import Step
 from supervisor_graph.nodes.steps.typed_dicts import as_pydantic_typeddict
 from supervisor_graph.nodes.text import text_of
 
+if TYPE_CHECKING:
+    from supervisor_graph.nodes.spec import AgentSpec
+
 __all__ = [
+    "StructuredOutput",
+    "declared_schema",
     "FINAL_ANSWER_TOOL",
     "OUTPUT_RETRY_MARK",
     "OutputSchema",
@@ -135,6 +141,15 @@ class OutputSchema:
         """The schema in OpenAI's strict form, or None when strict mode cannot take it
         (an optional property, an open object)."""
         return _strict(self.json_schema)
+
+    def binding(self, model: Any, schemas: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+        """The tool schemas and `bind_tools` arguments with which `model` answers in this
+        shape: native structured output where the provider has it (the tools beside it
+        made strict, as it wants), else the final answer tool after the others."""
+        strict = uses_native(model, self)
+        if strict is not None:
+            return [strict_tool(s) for s in schemas], {"response_format": self.response_format(strict)}
+        return [*schemas, self.tool_schema()], {}
 
     def response_format(self, strict: dict[str, Any]) -> dict[str, Any]:
         return {"type": "json_schema", "json_schema": {"name": self.name, "schema": strict, "strict": True}}
@@ -396,3 +411,19 @@ def stray_final_answers(response: AIMessage) -> list[ToolMessage]:
         for call in response.tool_calls
         if call["name"] == FINAL_ANSWER_TOOL
     ]
+
+
+class StructuredOutput(Step):
+    """`Agent(output_schema=...)` as a step: the shape of the agent's answer, unless a
+    run gives its own; the turn binds the model to it and validates the answer."""
+
+    name = "structured_output"
+
+    def __init__(self, schema: OutputSchema) -> None:
+        self.schema = schema
+
+
+def declared_schema(spec: AgentSpec) -> OutputSchema | None:
+    """The output schema the agent declares, if any."""
+    step = spec.steps.find(StructuredOutput)
+    return step.schema if step is not None else None

@@ -21,7 +21,7 @@ import logging
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
 from langgraph.store.base import BaseStore
@@ -32,7 +32,11 @@ from supervisor_graph.nodes.options import RunHandle
 from supervisor_graph.nodes.state import SupervisorInput, SupervisorState
 from supervisor_graph.nodes.steps.protocol import Step
 
+if TYPE_CHECKING:
+    from supervisor_graph.nodes.spec import AgentSpec
+
 __all__ = [
+    "working_memory_of",
     "DEFAULT_TEMPLATE",
     "MAX_WORKING_MEMORY_BYTES",
     "WORKING_MEMORY_NAMESPACE",
@@ -391,4 +395,11 @@ class WorkingMemoryTool(Step):
     name = "working_memory"
 
     def __init__(self, memory: WorkingMemory) -> None:
+        self.memory = memory
         self.tools = (memory.tool_schema(),)
+
+
+def working_memory_of(spec: AgentSpec) -> WorkingMemory | None:
+    """The agent's working memory (`Agent(working_memory=...)` or its memory's), if any."""
+    step = spec.steps.find(WorkingMemoryTool)
+    return step.memory if step is not None else None

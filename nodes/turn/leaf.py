@@ -50,6 +50,7 @@ from langgraph.types import Command, Send
 
 from supervisor_graph.checkpointers.compat import has_checkpointer, is_resuming
 from supervisor_graph.checkpointers.first_write import write_delegation_thread
+from supervisor_graph.nodes.background.control import background_of
 from supervisor_graph.nodes.delegation.result import DelegationRecord
 from supervisor_graph.nodes.delegation.transcript import record_answer, record_transcript
 from supervisor_graph.nodes.guards.answers import (
@@ -60,13 +61,14 @@ from supervisor_graph.nodes.guards.answers import (
     unmark,
 )
 from supervisor_graph.nodes.guards.boundaries import hold_for_person
-from supervisor_graph.nodes.guards.core import TripwireError, guards_at
+from supervisor_graph.nodes.guards.core import TripwireError, guarded_at, guards_at, guards_of
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.scope.context import RUN_IDENTITY_KEYS, check_json, using_request_context
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.steps.budget import exceeded_result
 from supervisor_graph.nodes.steps.usage import unless_dropped
+from supervisor_graph.nodes.steps.working_memory import working_memory_of
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, dispatch, finish_reason_of, unanswered
 from supervisor_graph.nodes.turn.tools import ToolRun, needs_approval, run_tool_call
@@ -86,8 +88,8 @@ def can_run_directly(spec: AgentSpec, opts: RunOptions, per_parent_thread: bool)
     do decides, never who drives the graph)."""
     return (
         not spec.delegation_schemas
-        and spec.working_memory is None
-        and spec.background is None
+        and working_memory_of(spec) is None
+        and background_of(spec) is None
         and not per_parent_thread
         and opts.on_iteration_complete is None
         and opts.is_task_complete is None
@@ -275,7 +277,7 @@ class _Loop:
                 return _Pause()
             if bail:
                 return "bail"
-        if self.spec.guarded and await self._settle_held():
+        if guarded_at(self.spec) and await self._settle_held():
             return _Pause()
         if unanswered(self.history):
             return "tool-calls"  # only client tools are left: the caller's to run
@@ -291,7 +293,7 @@ class _Loop:
         if turn.model is None:
             await turn.resolve()
         self.emit("step-start", {"iteration": turn.iteration + 1})
-        guarded = "output" in spec.guarded  # its answer streams only once checked
+        guarded = "output" in guarded_at(spec)  # its answer streams only once checked
         windowed: Any = None
         response: Any = self.pending
         if response is not None:  # an answer a person let through: not asked again
@@ -315,7 +317,7 @@ class _Loop:
         it streamed through them). Retried here by the agent's policy: a retry of the
         node would run the whole loop again."""
         streamed = guarded and streams_output(self.spec)
-        send = streamed and all(g.mode == "streaming" for g in guards_at(self.spec.guards, "output"))
+        send = streamed and all(g.mode == "streaming" for g in guards_at(guards_of(self.spec), "output"))
         response = await self.turn.call(
             self.history, self.journal.kept, self.model_config,
             quiet_answer=guarded, streamed=streamed, send=send, policy=self.spec.retry_policy,

@@ -14,13 +14,14 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite, Send
 
-from supervisor_graph.nodes.background.control import CONTROL_TOOLS, answer_control_calls
+from supervisor_graph.nodes.background.control import CONTROL_TOOLS, answer_control_calls, background_of
 from supervisor_graph.nodes.guards.answers import (
     guarded_turn,
     settle_held,
     tool_trip,
     tripwire_end,
 )
+from supervisor_graph.nodes.guards.core import guarded_at
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.scope.lookup import run_scope, with_version
@@ -34,6 +35,7 @@ from supervisor_graph.nodes.steps.working_memory import (
     is_update_turn,
     read_value,
     update_result,
+    working_memory_of,
     write_value,
 )
 from supervisor_graph.nodes.turn.routing import (
@@ -78,7 +80,7 @@ def free_updates(spec: AgentSpec, opts: RunOptions) -> int:
     """How many update-only turns a run of `spec` does not count (see `iteration_of_run`):
     enough for a model that updates before answering each time, few enough that one
     doing nothing else soon reaches `max_steps`."""
-    return opts.max_steps + 2 if spec.working_memory is not None else 0
+    return opts.max_steps + 2 if working_memory_of(spec) is not None else 0
 
 
 async def _update_memory(
@@ -91,7 +93,7 @@ async def _update_memory(
 ) -> tuple[list[tuple[ToolMessage, Any]], dict[str, Any]]:
     """Apply the turn's working-memory updates in order: each call's result and the
     value after it, and the state update (thread scope). A bad update changes nothing."""
-    config = spec.working_memory
+    config = working_memory_of(spec)
     assert config is not None
     results: list[tuple[ToolMessage, Any]] = []
     state_update: dict[str, Any] = {}
@@ -141,7 +143,7 @@ class _Step:
         """What ends or diverts the step before any model call, else `_GO`."""
         spec, state, messages, runtime = self.spec, self.state, self.messages, self.runtime
         ctx = runtime.context if runtime is not None else None
-        if isinstance(ctx, RunContext) and ctx.background_task and spec.background is not None:
+        if isinstance(ctx, RunContext) and ctx.background_task and background_of(spec) is not None:
             return server_task_start(ctx.background_task)  # this run is a background task a server hosts
         if results_pending(messages, spec.client_tools):
             return None  # a longer parallel branch will bring the last result
@@ -150,9 +152,9 @@ class _Step:
         opts, handle = run_scope(spec, self.config, runtime)
         self.opts, self.handle = opts, handle = await with_version(spec, opts, handle, runtime), handle
         self.turn = turn = Turn(spec, self.config, opts, handle, Emitter(runtime, handle))
-        if spec.guarded and (trip := tool_trip(messages)) is not None:  # a guard blocked a tool of the last turn
+        if guarded_at(spec) and (trip := tool_trip(messages)) is not None:  # a guard blocked a tool of the last turn
             return tripwire_end(state, messages, trip, handle, self.consumed)
-        if spec.guarded and (held := state.get("guard_held")):  # an answer a guard escalated
+        if guarded_at(spec) and (held := state.get("guard_held")):  # an answer a guard escalated
             return await self._settle_held(held)
         if turn.aborted():
             return self._end("abort")
@@ -183,12 +185,12 @@ class _Step:
         emit("step-start", {"iteration": turn.iteration + 1})
         await turn.resolve(self.opts.delegation.enable_result_references or bool(spec.preview_tokens))  # a preview names its ref
         self.memory_value: Any = None
-        if spec.working_memory is not None:
-            self.memory_value = await read_value(spec.working_memory, spec.agent_id, self.state, self.runtime.store, handle)
-            section = spec.working_memory.render(self.memory_value)
+        if (memory := working_memory_of(spec)) is not None:
+            self.memory_value = await read_value(memory, spec.agent_id, self.state, self.runtime.store, handle)
+            section = memory.render(self.memory_value)
             turn.system = f"{turn.system}\n\n{section}" if turn.system else section
         history = [*self.messages, *self.pending] if self.pending else self.messages
-        if not spec.guarded:
+        if not guarded_at(spec):
             return await self._settle(await self._invoke(history), [])
         guarded = await guarded_turn(spec, self._invoke, list(history), handle, self.config, emit)
         if guarded.tripwire is not None or guarded.response is None:
@@ -205,7 +207,7 @@ class _Step:
         return await self._settle(guarded.response, guarded.stored)
 
     async def _invoke(self, history: Sequence[BaseMessage], streamed: bool = False, send: bool = False) -> Any:
-        quiet_answer = bool(self.spec.guarded)  # a guard checks the answer before anybody sees it
+        quiet_answer = bool(guarded_at(self.spec))  # a guard checks the answer before anybody sees it
         return await self.turn.call(history, self.state, self.config, quiet_answer=quiet_answer, streamed=streamed, send=send)
 
     async def _settle(self, response: Any, guarded: list[BaseMessage]) -> Command[Any]:
@@ -213,15 +215,16 @@ class _Step:
         answered here, announced, then routed (`guarded`: a redacted input to store)."""
         spec, state, handle, turn = self.spec, self.state, self.handle, self.turn
         response, errors = turn.take(response)
-        if spec.background is not None and any(c["name"] in CONTROL_TOOLS for c in response.tool_calls):
+        if background_of(spec) is not None and any(c["name"] in CONTROL_TOOLS for c in response.tool_calls):
             errors.extend(await _control_calls(spec, state, self.config, handle, response))
         memory_update: dict[str, Any] = {}
         updates: list[tuple[ToolMessage, Any]] = []
-        if spec.working_memory is not None and any(c["name"] == WORKING_MEMORY_TOOL for c in response.tool_calls):
+        memory = working_memory_of(spec)
+        if memory is not None and any(c["name"] == WORKING_MEMORY_TOOL for c in response.tool_calls):
             updates, memory_update = await _update_memory(spec, state, self.runtime, handle, response, self.memory_value)
             errors.extend(result for result, _ in updates)
         _announce(spec, turn.emit, response, turn.iteration + 1, updates)
-        if spec.working_memory is not None and is_update_turn(response):
+        if memory is not None and is_update_turn(response):
             # not an iteration: no hook, no dispatch, straight back to the model
             command: Command[Any] = Command(update={"messages": [response, *errors]}, goto=SUPERVISOR_NODE)
         elif turn.schema is not None:
@@ -282,7 +285,8 @@ async def _control_calls(
     spec: AgentSpec, state: SupervisorState, config: RunnableConfig, handle: RunHandle, response: AIMessage
 ) -> list[ToolMessage]:
     """The answers to the turn's background-task control calls (SPEC §12), made here."""
-    assert spec.background is not None
+    settings = background_of(spec)
+    assert settings is not None
     control = [c for c in response.tool_calls if c["name"] in CONTROL_TOOLS]
     tasks: Mapping[str, Any] = state.get("background_tasks") or {}  # type: ignore[assignment]
     host = handle.background
@@ -292,7 +296,7 @@ async def _control_calls(
     launching = [
         c["name"]
         for c in response.tool_calls
-        if (key := spec.delegation_tools.get(c["name"])) is not None and spec.background.for_key(key) is not None
+        if (key := spec.delegation_tools.get(c["name"])) is not None and settings.for_key(key) is not None
     ]
     return await answer_control_calls(control, host, tasks, launching)
 
@@ -305,7 +309,7 @@ def _announce(spec: AgentSpec, emit: Emitter, response: AIMessage, step: int, up
     announce(emit, response, step, memory_updates=bool(updates))
     for result, value in updates:
         ok = result.status != "error"
-        memory = {"scope": spec.working_memory.scope, "value": value} if ok else None  # type: ignore[union-attr]
+        memory = {"scope": working_memory_of(spec).scope, "value": value} if ok else None  # type: ignore[union-attr]
         emit(
             "tool-result" if ok else "tool-error",
             {"tool_call_id": result.tool_call_id, "tool_name": WORKING_MEMORY_TOOL, "result": result.content, "working_memory": memory},

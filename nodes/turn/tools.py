@@ -28,6 +28,7 @@ from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from supervisor_graph.nodes.guards.boundaries import guard_tool_args, guard_tool_result, settle_held_result
+from supervisor_graph.nodes.guards.core import guarded_at
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle
 from supervisor_graph.nodes.scope.context import using_request_context
@@ -281,7 +282,7 @@ async def run_tool_call(
     edited: dict[str, Any] | None = None
     if needs_approval(spec, call, agent_wide_approval):
         call, edited, result, answers = await _approved(tool, call, config, runtime, handle, graph_ns)
-    if result is None and "tool_args" in spec.guarded:  # after approval, before it runs (SPEC §30)
+    if result is None and "tool_args" in guarded_at(spec):  # after approval, before it runs (SPEC §30)
         call, result, asked = await guard_tool_args(spec, call, handle, config, emit, graph_ns)
         answers += asked
     if result is None:  # counted as it runs; one past the budget gets a result instead (SPEC §25)
@@ -310,7 +311,7 @@ async def run_tool_call(
         result = output if isinstance(output, ToolMessage) else ToolMessage(content=str(output), tool_call_id=call_id, name=call["name"])
         if edited is not None:
             result = edited_result(result, edited)
-        if "tool_result" in spec.guarded:  # before the model sees it (SPEC §30)
+        if "tool_result" in guarded_at(spec):  # before the model sees it (SPEC §30)
             result, held = await guard_tool_result(spec, call, result, handle, config, emit, graph_ns)
             if held is not None:
                 return ToolRun(result, bail, answers, held)

@@ -38,7 +38,13 @@ from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.steps.budget import budget_notice, over_budget, spend
 from supervisor_graph.nodes.steps.protocol import ModelRequest
-from supervisor_graph.nodes.steps.structured_output import Settled, retries_used, settle, stray_final_answers
+from supervisor_graph.nodes.steps.structured_output import (
+    Settled,
+    declared_schema,
+    retries_used,
+    settle,
+    stray_final_answers,
+)
 from supervisor_graph.nodes.steps.usage import step_finish
 from supervisor_graph.nodes.steps.working_memory import WORKING_MEMORY_TOOL
 from supervisor_graph.nodes.turn.prefix_cache import PrefixCache
@@ -77,7 +83,7 @@ class Turn:
         """The model bound to the agent's tools (`refs`: delegation tools that take
         result references) and the system prompt, for this run's version and schema."""
         spec, handle = self.spec, self.handle
-        self.schema = self.opts.output_schema or spec.output_schema
+        self.schema = self.opts.output_schema or declared_schema(spec)
         self.model = await spec.resolve_model(handle.request_context, refs, handle.override, self.schema)
         self.system = await spec.resolve_instructions(handle.request_context, handle.override)
 

@@ -31,20 +31,22 @@ from supervisor_graph.declaration.models import check_credentials, model_strings
 from supervisor_graph.declaration.remote import RemoteAgent, RemoteSubagent
 from supervisor_graph.declaration.tools import is_client_tool
 from supervisor_graph.memory.versions import resolver_for
+from supervisor_graph.nodes.background.control import background_of
 from supervisor_graph.nodes.background.tasks import input_schema, state_schema
 from supervisor_graph.nodes.delegation.control import make_complete_node, make_start_node
 from supervisor_graph.nodes.delegation.subagent import make_subagent_node
 from supervisor_graph.nodes.errors import unwrapping_retry_on
 from supervisor_graph.nodes.gates.iteration import make_iteration_node
 from supervisor_graph.nodes.gates.task_complete import make_task_complete_node
-from supervisor_graph.nodes.guards.core import Guardrail
+from supervisor_graph.nodes.guards.core import Guardrail, guards_of
 from supervisor_graph.nodes.observability.otel import span_handler
 from supervisor_graph.nodes.observability.tracing import agent_metadata
 from supervisor_graph.nodes.options import RunContext
 from supervisor_graph.nodes.remote.a2a import make_a2a_node
 from supervisor_graph.nodes.remote.langgraph import make_remote_node
 from supervisor_graph.nodes.spec import DELEGATION_PREFIX, AgentSpec
-from supervisor_graph.nodes.steps.compaction import Compactor, with_compaction
+from supervisor_graph.nodes.steps.compaction import Compactor, compactor_of, with_compaction
+from supervisor_graph.nodes.steps.working_memory import working_memory_of
 from supervisor_graph.nodes.turn.routing import (
     ITERATION_NODE,
     SUPERVISOR_NODE,
@@ -127,7 +129,6 @@ def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec
         subagent_ids={key: sub.id for key, sub in agent.agents.items()},
         defaults=agent.defaults,
         client_tools=frozenset(name for name, tool in tools.items() if is_client_tool(tool)),
-        working_memory=agent.effective_working_memory,
         retry_policy=agent.retry_policy,
         agent_name=agent.name or agent.id,
         inherit_context=agent.inherit_context,
@@ -137,13 +138,14 @@ def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec
             if not isinstance(sub, RemoteSubagent) and sub.result_preview_tokens is not None
         },
         tracing=agent.tracing,
-        compaction=compactor,
-        steps=steps_of(compactor, agent.effective_working_memory, agent.background_settings is not None),
-        budget=agent.budget,
-        output_schema=agent.output_schema,
-        guards=guards,
-        guarded=frozenset(boundary for guard in guards for boundary in guard.at),
-        background=agent.background_settings,
+        steps=steps_of(
+            compactor=compactor,
+            working_memory=agent.effective_working_memory,
+            background=agent.background_settings,
+            budget=agent.budget,
+            output_schema=agent.output_schema,
+            guards=guards,
+        ),
         versions_for=resolver_for,
         server_host_for=server_host,
     )
@@ -168,7 +170,7 @@ def node_table(agent: Agent, spec: AgentSpec) -> dict[str, Any]:
         elif isinstance(sub, RemoteSubagent):  # an A2AAgent
             table[key] = make_a2a_node(spec, key, sub.spec())
         else:
-            sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None, inherited=spec.guards)
+            sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None, inherited=guards_of(spec))
             table[key] = make_subagent_node(spec, key, sub_spec, sub_graph, per_parent_thread=per_parent)
         table[complete_node(key)] = make_complete_node(spec, key, sub.id)
     return table
@@ -177,10 +179,10 @@ def node_table(agent: Agent, spec: AgentSpec) -> dict[str, Any]:
 def new_builder(agent: Agent, spec: AgentSpec) -> Any:
     """An empty `StateGraph` with `agent`'s state: extra channels only for the features it
     uses (thread-scoped working memory, background delegations)."""
-    in_state = spec.working_memory is not None and spec.working_memory.scope == "thread"
-    background = spec.background is not None
+    in_state = (memory := working_memory_of(spec)) is not None and memory.scope == "thread"
+    background = background_of(spec) is not None
     return StateGraph(
-        with_compaction(state_schema(in_state, background), spec.compaction),
+        with_compaction(state_schema(in_state, background), compactor_of(spec)),
         input_schema=input_schema(in_state, background),
         context_schema=RunContext,
     )
@@ -190,15 +192,15 @@ def add_nodes(builder: Any, agent: Agent, spec: AgentSpec, table: dict[str, Any]
     """Add the nodes of `table` to `builder`, with subagent keys `keys` as fan-out targets;
     each with a sync twin (supervisor_graph/sync_nodes.py), so sync drivers work too."""
     table = {name: with_sync_twin(name, fn) for name, fn in table.items()}
-    in_state = spec.working_memory is not None and spec.working_memory.scope == "thread"
-    background = spec.background is not None
+    in_state = (memory := working_memory_of(spec)) is not None and memory.scope == "thread"
+    background = background_of(spec) is not None
     fan_out = (TOOLS_NODE, *keys, *(start_node(k) for k in keys))
     builder.add_node(
         SUPERVISOR_NODE,
         table[SUPERVISOR_NODE],
         # a node reads the channels of its annotated state type unless told otherwise
-        input_schema=with_compaction(state_schema(in_state, background), spec.compaction)
-        if in_state or background or spec.compaction is not None
+        input_schema=with_compaction(state_schema(in_state, background), compactor_of(spec))
+        if in_state or background or compactor_of(spec) is not None
         else None,
         # the node raises ModelCallError around the provider's exception: judge the latter
         retry_policy=agent.retry_policy._replace(retry_on=unwrapping_retry_on(agent.retry_policy.retry_on))

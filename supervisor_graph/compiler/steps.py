@@ -1,29 +1,48 @@
-"""An agent's steps (SPEC §32), built once when it is compiled: one per optional
-capability it declares, in the order they wrap its turn. An agent declaring none gets
-none, and its turn pays nothing for them (`nodes/steps/protocol.py`).
+"""An agent's steps (SPEC §32), built once when it is compiled: one per capability it
+declares, each holding that capability's settings, in the order they wrap its turn. An
+agent declaring none gets none, and its turn pays nothing for them
+(`nodes/steps/protocol.py`).
 
-Adding a capability: its module under `nodes/steps/` implements `Step`, and one line
-here adds it for the agents that declare it.
+Adding a capability: its module under `nodes/` implements `Step`, and one line here
+adds it for the agents that declare it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from supervisor_graph.nodes.background.control import ControlTools
+from supervisor_graph.nodes.background.tasks import BackgroundSettings
+from supervisor_graph.nodes.guards.core import Guardrail, Guards
+from supervisor_graph.nodes.steps.budget import AgentBudget, Budget
 from supervisor_graph.nodes.steps.compaction import Compaction, Compactor
 from supervisor_graph.nodes.steps.protocol import Step, Steps
+from supervisor_graph.nodes.steps.structured_output import OutputSchema, StructuredOutput
 from supervisor_graph.nodes.steps.working_memory import WorkingMemory, WorkingMemoryTool
 
 __all__ = ["steps_of"]
 
 
 def steps_of(
-    compactor: Compactor | None, working_memory: WorkingMemory | None = None, background: bool = False
+    *,
+    compactor: Compactor | None = None,
+    working_memory: WorkingMemory | None = None,
+    background: BackgroundSettings | None = None,
+    budget: Budget | None = None,
+    output_schema: OutputSchema | None = None,
+    guards: Sequence[Guardrail] = (),
 ) -> Steps:
     steps: list[Step] = []
     if compactor is not None:
         steps.append(Compaction(compactor))
     if working_memory is not None:
         steps.append(WorkingMemoryTool(working_memory))
-    if background:
-        steps.append(ControlTools())
+    if background is not None:
+        steps.append(ControlTools(background))
+    if budget is not None:
+        steps.append(AgentBudget(budget))
+    if output_schema is not None:
+        steps.append(StructuredOutput(output_schema))
+    if guards:
+        steps.append(Guards(guards))
     return Steps.of(steps)

@@ -11,11 +11,28 @@ from langgraph.types import RetryPolicy
 from supervisor_graph.declaration.errors import SupervisorGraphError
 from supervisor_graph.declaration.remote import RemoteSubagent
 from supervisor_graph.nodes.background.tasks import BackgroundSettings, background_setting
+from supervisor_graph.nodes.spec import DELEGATION_PREFIX
+from supervisor_graph.nodes.steps.working_memory import WORKING_MEMORY_TOOL
 
 if TYPE_CHECKING:
     from supervisor_graph.agent import Agent
 
-__all__ = ["agents_from", "background_settings_of", "check_cycles", "model_retry_policy"]
+__all__ = ["agents_from", "background_settings_of", "check_cycles", "check_tool_names", "model_retry_policy"]
+
+
+def check_tool_names(agent: Agent) -> None:
+    """Raise ValueError when one of the agent's tools takes a name the library gives a
+    tool of its own: a subagent's delegation tool, or the working-memory tool."""
+    for key in agent.agents:
+        if f"{DELEGATION_PREFIX}{key}" in agent.tools:
+            raise ValueError(
+                f"tools: tool name '{DELEGATION_PREFIX}{key}' clashes with the delegation tool of subagent "
+                f"{key!r}; rename the tool"
+            )
+    if agent.effective_working_memory is not None and WORKING_MEMORY_TOOL in agent.tools:
+        raise ValueError(
+            f"tools: {WORKING_MEMORY_TOOL!r} is the working-memory tool of agent {agent.id!r}; rename your tool"
+        )
 
 
 # Provider errors that say "try again" (OpenAI-compatible clients and others name them so).

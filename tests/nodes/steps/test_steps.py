@@ -73,7 +73,7 @@ def with_steps(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Compile agents with the given steps besides their own."""
 
     def use(*steps: Step) -> None:
-        monkeypatch.setattr(build, "steps_of", lambda *declared: Steps.of(steps))
+        monkeypatch.setattr(build, "steps_of", lambda **declared: Steps.of(steps))
 
     return use
 
@@ -145,3 +145,43 @@ async def test_a_tool_step_answers_instead_of_the_tool_past_its_limit(with_steps
     assert result.text == "done" and runs == ["a", "b"]
     answers = [str(m.content) for m in result.messages if isinstance(m, ToolMessage)]
     assert answers == ["results for a", "results for b", "search may run 2 times a run"]
+
+
+async def test_the_spec_knows_no_capability_each_step_holds_its_settings() -> None:
+    """What an agent declares of a capability is held by that capability's step and read
+    with its accessor; the spec module imports none of them (SPEC §32)."""
+    import ast
+    from pathlib import Path
+
+    from supervisor_graph.nodes import spec as spec_module
+    from supervisor_graph.nodes.background.control import background_of
+    from supervisor_graph.nodes.guards.core import guarded_at, guardrail, guards_of
+    from supervisor_graph.nodes.steps.budget import budget_of
+    from supervisor_graph.nodes.steps.compaction import compactor_of
+    from supervisor_graph.nodes.steps.structured_output import declared_schema
+    from supervisor_graph.nodes.steps.working_memory import working_memory_of
+
+    bare = build_spec(Agent(id="a", model=ScriptedChatModel()))
+    assert (background_of(bare), budget_of(bare), compactor_of(bare), declared_schema(bare), working_memory_of(bare)) == (
+        None, None, None, None, None,
+    )  # fmt: skip
+    assert guards_of(bare) == () and guarded_at(bare) == frozenset()
+
+    guard = guardrail(lambda ctx: None, at="output")
+    worker = Agent(id="w", description="Works.", model=ScriptedChatModel())
+    agent = Agent(
+        id="a", model=ScriptedChatModel(), working_memory=True, agents={"w": worker},
+        background_tasks={"tools": {"w": {}}}, budget={"tokens": 100}, output_schema={"type": "object", "properties": {}},
+        compaction={"max_tokens": 1000}, guardrails=[guard],
+    )  # fmt: skip
+    spec = build_spec(agent)
+    assert background_of(spec) is not None and background_of(spec).for_key("w") is not None  # type: ignore[union-attr]
+    assert budget_of(spec) is not None and budget_of(spec).tokens == 100  # type: ignore[union-attr]
+    assert compactor_of(spec) is not None and declared_schema(spec) is not None and working_memory_of(spec) is not None
+    assert guards_of(spec) == (guard,) and guarded_at(spec) == frozenset({"output"})
+
+    tree = ast.parse(Path(spec_module.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    ours = {m for m in imported if m.startswith("supervisor_graph.nodes.")}
+    assert ours <= {"supervisor_graph.nodes.options", "supervisor_graph.nodes.scope.context",
+                    "supervisor_graph.nodes.scope.versions", "supervisor_graph.nodes.steps.protocol"}, ours  # fmt: skip
