@@ -25,6 +25,11 @@ What counts:
   end of a call: the call that resumes it starts its budgets afresh, so time spent
   waiting for an approval never counts.
 
+The turn meters budgets through one step (`BudgetMeters`, which a run with a budget adds
+to its agent's steps): it stops the agent before a model call, puts the notice into the
+call's prompt, counts each answer's usage as it arrives (an answer a guard later keeps
+out of the thread was billed all the same) and each tool call as it is about to run.
+
 Before each model call: a budget at 100% of any limit stops the agent (`over_budget`:
 a top-level run ends with finish reason "budget", a delegation's result becomes
 `[Budget exceeded] <limit>`, every tool call of the transcript answered); a limit that
@@ -43,17 +48,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from supervisor_graph.nodes.delegation.result import DelegationRecord
 from supervisor_graph.nodes.state import UsageCounts, add_usage, zero_usage
-from supervisor_graph.nodes.steps.protocol import Step
+from supervisor_graph.nodes.steps.protocol import ModelHandler, ModelRequest, Step, ToolHandler, ToolRequest
 
 if TYPE_CHECKING:
     from supervisor_graph.nodes.spec import AgentSpec
 
 __all__ = [
+    "METERS",
+    "BudgetMeters",
     "AgentBudget",
     "budget_of",
     "BUDGET_EXCEEDED",
@@ -225,13 +232,12 @@ def count_dropped(
     scope: BudgetScope | None, ledger: dict[str, UsageCounts], path: str, usage: Mapping[str, Any] | None
 ) -> None:
     """A model call whose answer never reaches a message (a guard tripped on the turn or
-    sent the answer back, SPEC §30) was billed all the same: its usage counts against the
-    budgets and in `ledger`, the run's usage that is in no message (by agent path), which
-    the run's result adds to `usage` and `usage_by_agent`."""
+    sent the answer back, SPEC §30) was billed all the same: its usage counts in `ledger`,
+    the run's usage that is in no message (by agent path), which the run's result adds to
+    `usage` and `usage_by_agent` (the budgets counted it when it arrived: `BudgetMeters`)."""
     if not usage:
         return
     add_usage(ledger.setdefault(path, zero_usage()), usage)
-    spend(scope, usage)
 
 
 def take_tool_call(scope: BudgetScope | None, call: ToolCall) -> ToolMessage | None:
@@ -277,3 +283,32 @@ def budget_of(spec: AgentSpec) -> Budget | None:
     """The budget the agent declares, if any."""
     step = spec.steps.find(AgentBudget)
     return step.budget if step is not None else None
+
+
+class BudgetMeters(Step):
+    """The budgets of a run as a step of each turn they cover (the meters live in the
+    run's `handle.budget`, so one instance serves every run: `METERS`)."""
+
+    name = "budget_meters"
+
+    def stop(self, handle: Any) -> str | None:
+        return "budget" if over_budget(handle.budget) else None
+
+    async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
+        scope = request.handle.budget
+        try:
+            out = await handler(request.override(system=budget_notice(scope, request.system)))
+        finally:
+            for usage in request.spent:  # a summary's tokens count too
+                spend(scope, usage)
+        answer = out[0] if isinstance(out, tuple) else out  # a streamed answer comes with what its guards decided
+        if isinstance(answer, AIMessage):
+            spend(scope, answer.usage_metadata)
+        return out
+
+    async def awrap_tool_call(self, request: ToolRequest, handler: ToolHandler) -> Any:
+        refused = take_tool_call(request.handle.budget, request.tool_call)  # counted as it runs
+        return refused if refused is not None else await handler(request)
+
+
+METERS = BudgetMeters()

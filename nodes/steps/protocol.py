@@ -4,10 +4,12 @@ Shaped like LangChain v1's `AgentMiddleware` (`langchain.agents.middleware`), so
 later release can run LangChain's middleware as steps unchanged: `awrap_model_call` and
 `awrap_tool_call` wrap the call with a `handler` that makes it (a step may change the
 request, call the handler, retry it, or answer without it), `abefore_model` /
-`aafter_model` run beside it, `state_keys` are the state channels the step brings and
+`aafter_model` run beside it, `stop` may end the agent's run before its model is called
+(LangChain's `jump_to="end"`), `state_keys` are the state channels the step brings and
 `tools` the tool schemas it offers the model.
 
-The compiler builds an agent's steps once (`AgentSpec.steps`); the turn
+The compiler builds an agent's steps once (`AgentSpec.steps`); a run adds the steps of
+what it brings itself (its budgets: `Steps.plus`, cached); the turn
 (`nodes/turn/turn.py`) composes the ones that wrap the model call, outermost
 first. A step that does not override a hook costs nothing there, and an agent with no
 optional capability has no steps at all: its model call is the bare handler.
@@ -93,6 +95,11 @@ class Step:
     # tool schemas (or `BaseTool`s) this step offers the model
     tools: Sequence[Any] = ()
 
+    def stop(self, handle: Any) -> str | None:
+        """Before the turn calls the model: a finish reason ends the agent's run there
+        instead (LangChain's `before_model` returning `jump_to="end"`)."""
+        return None
+
     async def abefore_model(self, request: ModelRequest) -> None:
         """Before each model call, after the turn decided to call the model."""
 
@@ -122,12 +129,15 @@ class Steps:
     wrap_model_call: tuple[Step, ...] = ()
     after_model: tuple[Step, ...] = ()
     wrap_tool_call: tuple[Step, ...] = ()
+    stop: tuple[Step, ...] = ()
     # the tool schemas the steps offer the model, and every state channel they bring,
     # in the steps' order (read when a model is bound and when a leaf's journal opens)
     tools: tuple[Any, ...] = ()
     state_keys: Mapping[str, Any] = field(default_factory=dict)
     # each step by its class: how a capability finds its own step's settings (`find`)
     kinds: Mapping[type, Step] = field(default_factory=dict)
+    # step -> these steps with it last (`plus`), made once per step
+    _plus: dict[int, Steps] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
     def of(cls, steps: Sequence[Step]) -> Steps:
@@ -137,7 +147,24 @@ class Steps:
         tools = tuple(tool for step in steps for tool in step.tools)
         keys = {key: kind for step in steps for key, kind in step.state_keys.items()}
         kinds = {type(step): step for step in steps}
-        return cls(all=tuple(steps), tools=tools, state_keys=keys, kinds=kinds, **picked)
+        stop = tuple(s for s in steps if type(s).stop is not Step.stop)
+        return cls(all=tuple(steps), tools=tools, state_keys=keys, kinds=kinds, stop=stop, **picked)
+
+    def plus(self, step: Step) -> Steps:
+        """These steps and `step` after them (innermost), for a run that brings it: built
+        once per step, since a run's own steps are module-level singletons."""
+        done = self._plus.get(id(step))
+        if done is None:
+            done = self._plus[id(step)] = Steps.of([*self.all, step])
+        return done
+
+    def stop_reason(self, handle: Any) -> str | None:
+        """Why a step ends the run before the next model call, if one does."""
+        for step in self.stop:
+            reason = step.stop(handle)
+            if reason is not None:
+                return reason
+        return None
 
     def find(self, kind: type[S]) -> S | None:
         """The agent's step of class `kind`, if it has one: a capability reads its

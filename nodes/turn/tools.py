@@ -34,7 +34,6 @@ from supervisor_graph.nodes.options import RunContext, RunHandle
 from supervisor_graph.nodes.scope.context import using_request_context
 from supervisor_graph.nodes.scope.lookup import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.steps.budget import take_tool_call
 from supervisor_graph.nodes.steps.decisions import (
     DECLINED_TEXT,
     DecisionError,
@@ -47,6 +46,7 @@ from supervisor_graph.nodes.steps.decisions import (
 )
 from supervisor_graph.nodes.steps.protocol import ToolRequest
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, TOOLS_NODE, error_result, last_turn
+from supervisor_graph.nodes.turn.turn import steps_of_run
 
 __all__ = [
     "ABORTED_TOOL_TEXT",
@@ -285,8 +285,6 @@ async def run_tool_call(
     if result is None and "tool_args" in guarded_at(spec):  # after approval, before it runs (SPEC §30)
         call, result, asked = await guard_tool_args(spec, call, handle, config, emit, graph_ns)
         answers += asked
-    if result is None:  # counted as it runs; one past the budget gets a result instead (SPEC §25)
-        result = take_tool_call(handle.budget, call)
     if result is None:
         current: dict[str, Any] = {
             "call": ToolCallInfo(id=call_id, name=call["name"], args=call["args"]),
@@ -295,7 +293,7 @@ async def run_tool_call(
         }
         token = _current_call.set(current)
         try:
-            output = await spec.steps.call_tool(ToolRequest(call, tool, runtime, config, handle), _execute)
+            output = await steps_of_run(spec, handle).call_tool(ToolRequest(call, tool, runtime, config, handle), _execute)
         except GraphBubbleUp:
             raise
         except _SuspendCancelled:

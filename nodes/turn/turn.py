@@ -36,8 +36,8 @@ from supervisor_graph.nodes.guards.stream import quiet, stream_answer
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.steps.budget import budget_notice, over_budget, spend
-from supervisor_graph.nodes.steps.protocol import ModelRequest
+from supervisor_graph.nodes.steps.budget import METERS
+from supervisor_graph.nodes.steps.protocol import ModelRequest, Steps
 from supervisor_graph.nodes.steps.structured_output import (
     Settled,
     declared_schema,
@@ -50,7 +50,14 @@ from supervisor_graph.nodes.steps.working_memory import WORKING_MEMORY_TOOL
 from supervisor_graph.nodes.turn.prefix_cache import PrefixCache
 from supervisor_graph.nodes.turn.routing import error_result
 
-__all__ = ["Turn", "announce", "call_model", "model_input", "repair_calls"]
+__all__ = ["Turn", "announce", "call_model", "model_input", "repair_calls", "steps_of_run"]
+
+
+def steps_of_run(spec: AgentSpec, handle: RunHandle) -> Steps:
+    """The steps of the agent's turns in this run: those it declares, and the budget
+    meters when a budget covers the run (a budget may come with the call, from a parent
+    or a hook, so the run, not the compiler, adds them)."""
+    return spec.steps if handle.budget is None else spec.steps.plus(METERS)
 
 log = logging.getLogger("supervisor_graph")
 
@@ -72,6 +79,7 @@ class Turn:
         wrote: dict[str, Any] | None = None,
     ) -> None:
         self.spec, self.config, self.opts, self.handle, self.emit = spec, config, opts, handle, emit
+        self.steps = steps_of_run(spec, handle)
         self.wrote: dict[str, Any] = {} if wrote is None else wrote
         self.answers: list[Any] = []
         self.model: Any = None
@@ -93,12 +101,10 @@ class Turn:
 
     def limit(self, stop_at: int | None = None) -> str | None:
         """Why the turn stops before calling the model, if a limit says so: its steps
-        (`max_steps`, or the `stop_at` a hook set), or a used-up budget (SPEC §25)."""
+        (`max_steps`, or the `stop_at` a hook set), or a step (a used-up budget, SPEC §25)."""
         if self.iteration >= self.opts.max_steps or (stop_at is not None and self.iteration >= stop_at):
             return "max_steps" if stop_at is None else "stop"
-        if over_budget(self.handle.budget):
-            return "budget"
-        return None
+        return self.steps.stop_reason(self.handle)
 
     async def call(
         self,
@@ -111,26 +117,23 @@ class Turn:
         send: bool = False,
         policy: RetryPolicy | None = None,
     ) -> Any:
-        """The model's answer to `history` (see `call_model`), a budget at 80% told in
-        one line of this call's system prompt."""
+        """The model's answer to `history`, the run's steps around the call (see `call_model`)."""
         handle = self.handle
-        system = budget_notice(handle.budget, self.system)
-        request = ModelRequest(self.model, system, history, handle.context_messages, state, config, handle, self.emit)
+        request = ModelRequest(self.model, self.system, history, handle.context_messages, state, config, handle, self.emit)
         try:
-            out = await call_model(self.spec, request, quiet_answer=quiet_answer, streamed=streamed, send=send, policy=policy)
+            out = await call_model(
+                self.spec, request, self.steps, quiet_answer=quiet_answer, streamed=streamed, send=send, policy=policy
+            )
         finally:
             self.wrote.update(request.updates)
-            for usage in request.spent:  # a summary's tokens count against budgets too
-                spend(handle.budget, usage)
         self.answers.append(out[0] if streamed else out)
         return out
 
     def take(self, response: Any) -> tuple[AIMessage, list[ToolMessage]]:
-        """The answer counted against the budgets, its tool calls made safe to run, and
-        error results for the calls that cannot run (`repair_calls`)."""
+        """The answer's tool calls made safe to run, and error results for the calls that
+        cannot run (`repair_calls`)."""
         if not isinstance(response, AIMessage):
             raise TypeError(f"Agent {self.spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
-        spend(self.handle.budget, response.usage_metadata)
         return repair_calls(response)
 
     def validate(self, response: AIMessage, errors: list[ToolMessage], history: Sequence[BaseMessage], start: int) -> Settled | None:
@@ -145,6 +148,7 @@ class Turn:
 async def call_model(
     spec: AgentSpec,
     request: ModelRequest,
+    steps: Steps,
     *,
     quiet_answer: bool = False,
     streamed: bool = False,
@@ -171,7 +175,7 @@ async def call_model(
             log.debug("model call of %r failed", spec.agent_id, exc_info=exc)
             raise ModelCallError(spec.agent_id, exc) from exc
 
-    return await spec.steps.call_model(request, answer)
+    return await steps.call_model(request, answer)
 
 
 async def _whole(model: Any, prompt: ChatPromptValue, config: RunnableConfig, policy: RetryPolicy | None) -> Any:

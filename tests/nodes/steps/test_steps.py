@@ -185,3 +185,42 @@ async def test_the_spec_knows_no_capability_each_step_holds_its_settings() -> No
     ours = {m for m in imported if m.startswith("supervisor_graph.nodes.")}
     assert ours <= {"supervisor_graph.nodes.options", "supervisor_graph.nodes.scope.context",
                     "supervisor_graph.nodes.scope.versions", "supervisor_graph.nodes.steps.protocol"}, ours  # fmt: skip
+
+
+async def test_a_run_with_a_budget_meters_it_through_a_step_the_run_adds() -> None:
+    """Budgets may come with the call, so the run adds their step (`BudgetMeters`) to the
+    agent's own, once: it stops the agent before a model call (`Step.stop`), puts the
+    notice into the call's prompt, counts the answer's usage and each tool call."""
+    from langchain_core.messages import AIMessage
+
+    from supervisor_graph.nodes.steps.budget import METERS, BudgetScope, child_budget
+    from supervisor_graph.nodes.turn.turn import steps_of_run
+
+    spec = build_spec(Agent(id="a", model=ScriptedChatModel(), compaction={"max_tokens": 1000}))
+
+    class Handle:
+        budget: BudgetScope | None = None
+
+    handle = Handle()
+    assert steps_of_run(spec, handle) is spec.steps  # type: ignore[arg-type]  # no budget: nothing added
+    handle.budget = child_budget(None, {"tokens": 100, "tool_calls": 1}, None)
+    steps = steps_of_run(spec, handle)  # type: ignore[arg-type]
+    assert steps.all == (*spec.steps.all, METERS) and steps is steps_of_run(spec, handle)  # type: ignore[arg-type]
+    assert steps.stop == (METERS,) and steps.stop_reason(handle) is None
+
+    async def answer(request: ModelRequest) -> Any:
+        assert request.system.endswith("finish soon.")  # the meter already read 85 of 100 tokens
+        return AIMessage(content="ok", usage_metadata={"input_tokens": 10, "output_tokens": 10, "total_tokens": 20})
+
+    handle.budget.meters[0].usage["total_tokens"] = 85  # type: ignore[union-attr]
+    request = ModelRequest(None, "Be brief.", [], [], {}, {}, handle, None)
+    await Steps.of([METERS]).call_model(request, answer)
+    assert handle.budget.meters[0].usage["total_tokens"] == 105  # type: ignore[union-attr]
+    assert steps.stop_reason(handle) == "budget"  # used up: the next turn ends before its model call
+
+    async def ran(request: ToolRequest) -> str:
+        return "ran"
+
+    call = {"name": "t", "args": {}, "id": "c1"}
+    first, second = [await Steps.of([METERS]).call_tool(ToolRequest(call, None, None, {}, handle), ran) for _ in range(2)]
+    assert first == "ran" and "Budget exceeded" in second.content
