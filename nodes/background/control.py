@@ -11,12 +11,12 @@ updating need the host that runs the task). A bad id is a tool error the model s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.messages import ToolCall, ToolMessage
 
-from supervisor_graph.nodes.steps.protocol import Step
+from supervisor_graph.nodes.steps.protocol import Answered, ModelRequest, Step
 
 if TYPE_CHECKING:
     from supervisor_graph.nodes.background.tasks import BackgroundSettings
@@ -150,14 +150,36 @@ async def answer_control_calls(
 
 
 class ControlTools(Step):
-    """What background tasks bring the supervisor's turn as a step: the control tools
-    (check, list, cancel, update); their calls are answered in the turn."""
+    """Background tasks as a step of the supervisor's turn (SPEC §12): the control tools
+    (check, list, cancel, update) offered, and their calls answered in the turn by the
+    run's host of background tasks, or by the LangGraph server hosting them."""
 
     name = "background_control"
     tools = tuple(CONTROL_SCHEMAS)
+    answers = CONTROL_TOOLS
 
-    def __init__(self, settings: BackgroundSettings) -> None:
-        self.settings = settings
+    def __init__(
+        self,
+        settings: BackgroundSettings,
+        delegation_tools: Mapping[str, str],
+        server_host_for: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.settings, self.delegation_tools, self.server_host_for = settings, delegation_tools, server_host_for
+
+    async def aanswer_calls(self, request: ModelRequest, response: Any) -> Answered:
+        control = [c for c in response.tool_calls if c["name"] in CONTROL_TOOLS]
+        tasks: Mapping[str, Any] = request.state.get("background_tasks") or {}
+        handle = request.handle
+        host = handle.background
+        if host is None and self.server_host_for is not None:
+            server = self.server_host_for(request.config)  # the server hosts the tasks of this thread
+            host = server.control(handle.thread_id or "", dict(tasks)) if server is not None else None
+        launching = [
+            c["name"]
+            for c in response.tool_calls
+            if (key := self.delegation_tools.get(c["name"])) is not None and self.settings.for_key(key) is not None
+        ]
+        return Answered(results=await answer_control_calls(control, host, tasks, launching))
 
 
 def background_of(spec: AgentSpec) -> BackgroundSettings | None:

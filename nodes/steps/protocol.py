@@ -6,7 +6,9 @@ later release can run LangChain's middleware as steps unchanged: `awrap_model_ca
 request, call the handler, retry it, or answer without it), `abefore_model` /
 `aafter_model` run beside it, `stop` may end the agent's run before its model is called
 (LangChain's `jump_to="end"`), `state_keys` are the state channels the step brings and
-`tools` the tool schemas it offers the model.
+`tools` the tool schemas it offers the model. A step whose tools are answered in the
+turn, not by the tools node (working memory's update, background-task control), names
+them in `answers` and answers them in `aanswer_calls`, once the answer is accepted.
 
 The compiler builds an agent's steps once (`AgentSpec.steps`); a run adds the steps of
 what it brings itself (its budgets: `Steps.plus`, cached); the turn
@@ -24,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-__all__ = ["NO_STEPS", "AnswerShape", "ModelHandler", "ModelRequest", "Step", "Steps", "ToolHandler", "ToolRequest"]
+__all__ = ["NO_STEPS", "Answered", "AnswerShape", "ModelHandler", "ModelRequest", "Step", "Steps", "ToolHandler", "ToolRequest"]
 
 
 @dataclass(slots=True)
@@ -35,7 +37,9 @@ class ModelRequest:
     and what the turn hands its steps: the node's `config`, the run's `handle` and its
     event `emit`ter. `updates` collects the state keys steps write with this turn, and
     `spent` the usage of model calls steps made for it (a summary), which budgets
-    count; both are shared by every copy `override` makes."""
+    count, and `notes` what a step keeps between its hooks of one call (the value it
+    showed, say); all three are shared by every copy `override` makes. `runtime` is the
+    node's LangGraph `Runtime` (its store), as in LangChain's request."""
 
     model: Any
     system: str
@@ -47,6 +51,8 @@ class ModelRequest:
     emit: Any
     updates: dict[str, Any] = field(default_factory=dict)
     spent: list[Any] = field(default_factory=list)
+    runtime: Any = None
+    notes: dict[str, Any] = field(default_factory=dict)
 
     def override(self, **changes: Any) -> ModelRequest:
         """A copy with `changes` (LangChain's `ModelRequest.override`)."""
@@ -54,6 +60,28 @@ class ModelRequest:
 
 
 ModelHandler = Callable[[ModelRequest], Awaitable[Any]]
+
+
+@dataclass(slots=True)
+class Answered:
+    """What steps answered of a turn's tool calls in the turn: the `results` (after the
+    answer in the thread), the state keys they write (`updates`), extra payload for a
+    call's `tool-call` event (`marks`, by call id), events that follow the turn's own
+    (`events`), and `again`: the turn was only this, so it is no iteration and the model
+    goes on at once (LangChain's `jump_to="model"`)."""
+
+    results: list[Any] = field(default_factory=list)
+    updates: dict[str, Any] = field(default_factory=dict)
+    marks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    again: bool = False
+
+    def add(self, other: Answered) -> None:
+        self.results.extend(other.results)
+        self.updates.update(other.updates)
+        self.marks.update(other.marks)
+        self.events.extend(other.events)
+        self.again = self.again or other.again
 
 
 class AnswerShape(Protocol):
@@ -94,6 +122,8 @@ class Step:
     state_keys: Mapping[str, Any] = {}
     # tool schemas (or `BaseTool`s) this step offers the model
     tools: Sequence[Any] = ()
+    # the names of the tools whose calls this step answers in the turn (`aanswer_calls`)
+    answers: frozenset[str] = frozenset()
 
     def stop(self, handle: Any) -> str | None:
         """Before the turn calls the model: a finish reason ends the agent's run there
@@ -114,6 +144,11 @@ class Step:
         """Around each tool call of the turn: `await handler(request)` runs it."""
         return await handler(request)
 
+    async def aanswer_calls(self, request: ModelRequest, response: Any) -> Answered | None:
+        """The turn's calls of this step's own tools (`answers`), answered in the turn once
+        its answer is accepted (after the guards), before it is routed."""
+        return None
+
 
 def _overrides(step: Step, hook: str) -> bool:
     return getattr(type(step), hook) is not getattr(Step, hook)
@@ -130,6 +165,8 @@ class Steps:
     after_model: tuple[Step, ...] = ()
     wrap_tool_call: tuple[Step, ...] = ()
     stop: tuple[Step, ...] = ()
+    answer_calls: tuple[Step, ...] = ()
+    answered: frozenset[str] = frozenset()  # every tool name the steps answer in the turn
     # the tool schemas the steps offer the model, and every state channel they bring,
     # in the steps' order (read when a model is bound and when a leaf's journal opens)
     tools: tuple[Any, ...] = ()
@@ -148,7 +185,8 @@ class Steps:
         keys = {key: kind for step in steps for key, kind in step.state_keys.items()}
         kinds = {type(step): step for step in steps}
         stop = tuple(s for s in steps if type(s).stop is not Step.stop)
-        return cls(all=tuple(steps), tools=tools, state_keys=keys, kinds=kinds, stop=stop, **picked)
+        answered = frozenset(name for step in steps for name in step.answers)
+        return cls(all=tuple(steps), tools=tools, state_keys=keys, kinds=kinds, stop=stop, answered=answered, **picked)
 
     def plus(self, step: Step) -> Steps:
         """These steps and `step` after them (innermost), for a run that brings it: built
@@ -157,6 +195,19 @@ class Steps:
         if done is None:
             done = self._plus[id(step)] = Steps.of([*self.all, step])
         return done
+
+    async def answer_own_calls(self, request: ModelRequest, response: Any) -> Answered | None:
+        """What the steps answer of `response`'s calls in the turn; None when it calls
+        none of their tools (the common turn: one set lookup per call)."""
+        if not self.answered or not any(call["name"] in self.answered for call in response.tool_calls):
+            return None
+        out = Answered()
+        for step in self.answer_calls:
+            if any(call["name"] in step.answers for call in response.tool_calls):
+                done = await step.aanswer_calls(request, response)
+                if done is not None:
+                    out.add(done)
+        return out
 
     def stop_reason(self, handle: Any) -> str | None:
         """Why a step ends the run before the next model call, if one does."""
@@ -195,7 +246,7 @@ class Steps:
 
 
 S = TypeVar("S", bound=Step)
-_HOOKS = ("before_model", "wrap_model_call", "after_model", "wrap_tool_call")
+_HOOKS = ("before_model", "wrap_model_call", "after_model", "wrap_tool_call", "answer_calls")
 NO_STEPS = Steps()
 
 

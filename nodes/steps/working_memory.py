@@ -30,7 +30,7 @@ from pydantic.fields import FieldInfo
 
 from supervisor_graph.nodes.options import RunHandle
 from supervisor_graph.nodes.state import SupervisorInput, SupervisorState
-from supervisor_graph.nodes.steps.protocol import Step
+from supervisor_graph.nodes.steps.protocol import Answered, ModelHandler, ModelRequest, Step
 
 if TYPE_CHECKING:
     from supervisor_graph.nodes.spec import AgentSpec
@@ -45,7 +45,7 @@ __all__ = [
     "WorkingMemoryError",
     "WorkingMemoryInput",
     "WorkingMemoryState",
-    "WorkingMemoryTool",
+    "WorkingMemoryStep",
     "apply_update",
     "deep_merge",
     "is_update_turn",
@@ -388,18 +388,55 @@ def without_updates(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     return out
 
 
-class WorkingMemoryTool(Step):
-    """What working memory brings the turn as a step: its update tool. Reading the value
-    into the prompt and applying updates still happen in the supervisor's turn."""
+class WorkingMemoryStep(Step):
+    """Working memory as a step of the supervisor's turn (SPEC §8): its value shown in the
+    system prompt of each model call, its update tool offered, and the turn's update
+    calls applied in order once the answer is accepted (a bad update changes nothing;
+    a turn that only updates is no iteration)."""
 
     name = "working_memory"
+    answers = frozenset({WORKING_MEMORY_TOOL})
 
-    def __init__(self, memory: WorkingMemory) -> None:
-        self.memory = memory
+    def __init__(self, memory: WorkingMemory, agent_id: str) -> None:
+        self.memory, self.agent_id = memory, agent_id
         self.tools = (memory.tool_schema(),)
+
+    async def _read(self, request: ModelRequest) -> Any:
+        store = request.runtime.store if request.runtime is not None else None
+        return await read_value(self.memory, self.agent_id, request.state, store, request.handle)
+
+    async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
+        value = request.notes[self.name] = await self._read(request)  # what updates apply to: one read a call
+        section = self.memory.render(value)
+        return await handler(request.override(system=f"{request.system}\n\n{section}" if request.system else section))
+
+    async def aanswer_calls(self, request: ModelRequest, response: Any) -> Answered:
+        store = request.runtime.store if request.runtime is not None else None
+        value = request.notes[self.name] if self.name in request.notes else await self._read(request)
+        out = Answered(again=is_update_turn(response))  # not an iteration: no hook, no dispatch
+        for call in response.tool_calls:
+            if call["name"] != WORKING_MEMORY_TOOL:
+                continue
+            out.marks[call["id"] or ""] = {"working_memory": True}  # an update, not a tool a client shows
+            try:
+                updated = apply_update(self.memory, value, call["args"])
+                out.updates.update(await write_value(self.memory, self.agent_id, updated, store, request.handle))
+            except WorkingMemoryError as exc:
+                out.results.append(result := update_result(call, str(exc)))
+                out.events.append(("tool-error", _event(call, result, None)))
+                continue
+            value = updated
+            out.results.append(result := update_result(call))
+            # the new value, for the AG-UI bridge's shared state
+            out.events.append(("tool-result", _event(call, result, {"scope": self.memory.scope, "value": value})))
+        return out
+
+
+def _event(call: ToolCall, result: ToolMessage, memory: dict[str, Any] | None) -> dict[str, Any]:
+    return {"tool_call_id": result.tool_call_id, "tool_name": WORKING_MEMORY_TOOL, "result": result.content, "working_memory": memory}
 
 
 def working_memory_of(spec: AgentSpec) -> WorkingMemory | None:
     """The agent's working memory (`Agent(working_memory=...)` or its memory's), if any."""
-    step = spec.steps.find(WorkingMemoryTool)
+    step = spec.steps.find(WorkingMemoryStep)
     return step.memory if step is not None else None

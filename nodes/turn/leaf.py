@@ -231,7 +231,7 @@ class _Loop:
         self.history = history
         self.journal = journal
         self.emit = emit = Emitter(runtime, handle, namespace)
-        self.turn = Turn(spec, config, opts, handle, emit, wrote=journal.kept)  # kept in the delegation thread
+        self.turn = Turn(spec, config, opts, handle, emit, wrote=journal.kept, runtime=runtime)  # wrote: kept in the delegation thread
         # Stream tokens and trace the model as the subagent's graph would: LangGraph's
         # `messages` mode takes the graph namespace from this metadata.
         self.model_config: RunnableConfig = {

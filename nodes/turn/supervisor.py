@@ -14,7 +14,7 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite, Send
 
-from supervisor_graph.nodes.background.control import CONTROL_TOOLS, answer_control_calls, background_of
+from supervisor_graph.nodes.background.control import background_of
 from supervisor_graph.nodes.guards.answers import (
     guarded_turn,
     settle_held,
@@ -23,20 +23,14 @@ from supervisor_graph.nodes.guards.answers import (
 )
 from supervisor_graph.nodes.guards.core import guarded_at
 from supervisor_graph.nodes.observability.events import Emitter
-from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
+from supervisor_graph.nodes.options import RunContext, RunOptions
 from supervisor_graph.nodes.scope.lookup import run_scope, with_version
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input, run_start
 from supervisor_graph.nodes.steps.usage import dropped, step_finish
 from supervisor_graph.nodes.steps.working_memory import (
-    WORKING_MEMORY_TOOL,
-    WorkingMemoryError,
-    apply_update,
     is_update_turn,
-    read_value,
-    update_result,
     working_memory_of,
-    write_value,
 )
 from supervisor_graph.nodes.turn.routing import (
     ITERATION_NODE,
@@ -83,34 +77,6 @@ def free_updates(spec: AgentSpec, opts: RunOptions) -> int:
     return opts.max_steps + 2 if working_memory_of(spec) is not None else 0
 
 
-async def _update_memory(
-    spec: AgentSpec,
-    state: SupervisorState,
-    runtime: Runtime[RunContext],
-    handle: RunHandle,
-    response: AIMessage,
-    value: Any,
-) -> tuple[list[tuple[ToolMessage, Any]], dict[str, Any]]:
-    """Apply the turn's working-memory updates in order: each call's result and the
-    value after it, and the state update (thread scope). A bad update changes nothing."""
-    config = working_memory_of(spec)
-    assert config is not None
-    results: list[tuple[ToolMessage, Any]] = []
-    state_update: dict[str, Any] = {}
-    for call in response.tool_calls:
-        if call["name"] != WORKING_MEMORY_TOOL:
-            continue
-        try:
-            updated = apply_update(config, value, call["args"])
-            state_update = await write_value(config, spec.agent_id, updated, runtime.store, handle)
-        except WorkingMemoryError as exc:
-            results.append((update_result(call, str(exc)), value))
-            continue
-        value = updated
-        results.append((update_result(call), value))
-    return results, state_update
-
-
 def make_supervisor_node(spec: AgentSpec) -> Any:
     async def supervisor(state: SupervisorState, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         return await _Step(spec, state, config, runtime).run()
@@ -151,7 +117,7 @@ class _Step:
             return self._end("bail")
         opts, handle = run_scope(spec, self.config, runtime)
         self.opts, self.handle = opts, handle = await with_version(spec, opts, handle, runtime), handle
-        self.turn = turn = Turn(spec, self.config, opts, handle, Emitter(runtime, handle))
+        self.turn = turn = Turn(spec, self.config, opts, handle, Emitter(runtime, handle), runtime=runtime)
         if guarded_at(spec) and (trip := tool_trip(messages)) is not None:  # a guard blocked a tool of the last turn
             return tripwire_end(state, messages, trip, handle, self.consumed)
         if guarded_at(spec) and (held := state.get("guard_held")):  # an answer a guard escalated
@@ -184,11 +150,6 @@ class _Step:
         emit = turn.emit
         emit("step-start", {"iteration": turn.iteration + 1})
         await turn.resolve(self.opts.delegation.enable_result_references or bool(spec.preview_tokens))  # a preview names its ref
-        self.memory_value: Any = None
-        if (memory := working_memory_of(spec)) is not None:
-            self.memory_value = await read_value(memory, spec.agent_id, self.state, self.runtime.store, handle)
-            section = memory.render(self.memory_value)
-            turn.system = f"{turn.system}\n\n{section}" if turn.system else section
         history = [*self.messages, *self.pending] if self.pending else self.messages
         if not guarded_at(spec):
             return await self._settle(await self._invoke(history), [])
@@ -211,21 +172,16 @@ class _Step:
         return await self.turn.call(history, self.state, self.config, quiet_answer=quiet_answer, streamed=streamed, send=send)
 
     async def _settle(self, response: Any, guarded: list[BaseMessage]) -> Command[Any]:
-        """What the model answered, made safe and counted, its control and memory calls
-        answered here, announced, then routed (`guarded`: a redacted input to store)."""
-        spec, state, handle, turn = self.spec, self.state, self.handle, self.turn
+        """What the model answered, made safe, the calls of the steps' own tools answered
+        here (working memory, background-task control), announced, then routed
+        (`guarded`: a redacted input to store)."""
+        state, turn = self.state, self.turn
         response, errors = turn.take(response)
-        if background_of(spec) is not None and any(c["name"] in CONTROL_TOOLS for c in response.tool_calls):
-            errors.extend(await _control_calls(spec, state, self.config, handle, response))
-        memory_update: dict[str, Any] = {}
-        updates: list[tuple[ToolMessage, Any]] = []
-        memory = working_memory_of(spec)
-        if memory is not None and any(c["name"] == WORKING_MEMORY_TOOL for c in response.tool_calls):
-            updates, memory_update = await _update_memory(spec, state, self.runtime, handle, response, self.memory_value)
-            errors.extend(result for result, _ in updates)
-        _announce(spec, turn.emit, response, turn.iteration + 1, updates)
-        if memory is not None and is_update_turn(response):
-            # not an iteration: no hook, no dispatch, straight back to the model
+        answered = await turn.answer_own_calls(response)
+        if answered is not None:
+            errors.extend(answered.results)
+        announce(turn.emit, response, turn.iteration + 1, answered)
+        if answered is not None and answered.again:  # no iteration: no hook, no dispatch, back to the model
             command: Command[Any] = Command(update={"messages": [response, *errors]}, goto=SUPERVISOR_NODE)
         elif turn.schema is not None:
             command = self._structured(response, errors)
@@ -235,7 +191,8 @@ class _Step:
         if turn.iteration == 0 and (state.get("structured_response") is not None or state.get("structured_output_error")):
             update.setdefault("structured_response", None)
             update.setdefault("structured_output_error", None)
-        update.update(memory_update)
+        if answered is not None:
+            update.update(answered.updates)
         update.update(turn.wrote)
         if self.pending:
             update["messages"] = [*self.pending, *update["messages"]]
@@ -279,41 +236,6 @@ class _Step:
 
 
 _GO = object()  # `_Step._gate`: nothing stops the step, call the model
-
-
-async def _control_calls(
-    spec: AgentSpec, state: SupervisorState, config: RunnableConfig, handle: RunHandle, response: AIMessage
-) -> list[ToolMessage]:
-    """The answers to the turn's background-task control calls (SPEC §12), made here."""
-    settings = background_of(spec)
-    assert settings is not None
-    control = [c for c in response.tool_calls if c["name"] in CONTROL_TOOLS]
-    tasks: Mapping[str, Any] = state.get("background_tasks") or {}  # type: ignore[assignment]
-    host = handle.background
-    if host is None and spec.server_host_for is not None:
-        server = spec.server_host_for(config)  # the server hosts the tasks of this thread
-        host = server.control(handle.thread_id or "", dict(tasks)) if server is not None else None
-    launching = [
-        c["name"]
-        for c in response.tool_calls
-        if (key := spec.delegation_tools.get(c["name"])) is not None and settings.for_key(key) is not None
-    ]
-    return await answer_control_calls(control, host, tasks, launching)
-
-
-def _announce(spec: AgentSpec, emit: Emitter, response: AIMessage, step: int, updates: list[tuple[ToolMessage, Any]]) -> None:
-    """The turn's events (`announce`), then its working-memory updates' results, with
-    the new value for the AG-UI bridge's shared state."""
-    if not emit.active:
-        return
-    announce(emit, response, step, memory_updates=bool(updates))
-    for result, value in updates:
-        ok = result.status != "error"
-        memory = {"scope": working_memory_of(spec).scope, "value": value} if ok else None  # type: ignore[union-attr]
-        emit(
-            "tool-result" if ok else "tool-error",
-            {"tool_call_id": result.tool_call_id, "tool_name": WORKING_MEMORY_TOOL, "result": result.content, "working_memory": memory},
-        )
 
 
 def server_task_start(task: Mapping[str, Any]) -> Command[Any]:

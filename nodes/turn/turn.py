@@ -37,7 +37,7 @@ from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.steps.budget import METERS
-from supervisor_graph.nodes.steps.protocol import ModelRequest, Steps
+from supervisor_graph.nodes.steps.protocol import Answered, ModelRequest, Steps
 from supervisor_graph.nodes.steps.structured_output import (
     Settled,
     declared_schema,
@@ -46,7 +46,6 @@ from supervisor_graph.nodes.steps.structured_output import (
     stray_final_answers,
 )
 from supervisor_graph.nodes.steps.usage import step_finish
-from supervisor_graph.nodes.steps.working_memory import WORKING_MEMORY_TOOL
 from supervisor_graph.nodes.turn.prefix_cache import PrefixCache
 from supervisor_graph.nodes.turn.routing import error_result
 
@@ -77,8 +76,11 @@ class Turn:
         handle: RunHandle,
         emit: Emitter,
         wrote: dict[str, Any] | None = None,
+        runtime: Any = None,
     ) -> None:
         self.spec, self.config, self.opts, self.handle, self.emit = spec, config, opts, handle, emit
+        self.runtime = runtime
+        self.request: ModelRequest | None = None  # the last model call's, for `answer_own_calls`
         self.steps = steps_of_run(spec, handle)
         self.wrote: dict[str, Any] = {} if wrote is None else wrote
         self.answers: list[Any] = []
@@ -120,6 +122,8 @@ class Turn:
         """The model's answer to `history`, the run's steps around the call (see `call_model`)."""
         handle = self.handle
         request = ModelRequest(self.model, self.system, history, handle.context_messages, state, config, handle, self.emit)
+        request.runtime = self.runtime
+        self.request = request
         try:
             out = await call_model(
                 self.spec, request, self.steps, quiet_answer=quiet_answer, streamed=streamed, send=send, policy=policy
@@ -135,6 +139,13 @@ class Turn:
         if not isinstance(response, AIMessage):
             raise TypeError(f"Agent {self.spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
         return repair_calls(response)
+
+    async def answer_own_calls(self, response: AIMessage) -> Answered | None:
+        """The calls of the steps' own tools (working memory, background-task control),
+        answered in the turn by their steps; None when the turn calls none of them."""
+        if self.request is None or not self.steps.answered:
+            return None
+        return await self.steps.answer_own_calls(self.request, response)
 
     def validate(self, response: AIMessage, errors: list[ToolMessage], history: Sequence[BaseMessage], start: int) -> Settled | None:
         """With an output schema: the answer validated, or sent back while retries are
@@ -249,18 +260,21 @@ def _in_call_order(messages: Sequence[BaseMessage], start: int) -> list[BaseMess
     return out
 
 
-def announce(emit: Emitter, response: AIMessage, step: int, memory_updates: bool = False) -> None:
-    """A `tool-call` event for each of the turn's calls, then `step-finish`
-    (`memory_updates`: the working-memory calls, answered here, are marked as updates,
-    not tools a client shows)."""
+def announce(emit: Emitter, response: AIMessage, step: int, answered: Answered | None = None) -> None:
+    """A `tool-call` event for each of the turn's calls, then `step-finish`, then the
+    events of the calls steps answered in the turn (`answered`: their marks, such as
+    working memory's, tell a client a call is an update, not a tool it shows)."""
     if not emit.active:
         return
+    marks = answered.marks if answered is not None else {}
     for call in response.tool_calls:
         payload: dict[str, Any] = {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "message_id": response.id}
-        if memory_updates and call["name"] == WORKING_MEMORY_TOOL:
-            payload["working_memory"] = True
+        if marks and (mark := marks.get(call["id"] or "")):
+            payload.update(mark)
         emit("tool-call", payload)
     emit("step-finish", step_finish(response, step))
+    for kind, event in answered.events if answered is not None else ():
+        emit(kind, event)
 
 
 def repair_calls(ai: AIMessage) -> tuple[AIMessage, list[ToolMessage]]:

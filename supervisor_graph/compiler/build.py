@@ -139,6 +139,9 @@ def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec
         },
         tracing=agent.tracing,
         steps=steps_of(
+            agent.id,
+            {f"{DELEGATION_PREFIX}{key}": key for key in agent.agents},
+            server_host,
             compactor=compactor,
             working_memory=agent.effective_working_memory,
             background=agent.background_settings,

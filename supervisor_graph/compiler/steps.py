@@ -9,7 +9,8 @@ adds it for the agents that declare it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from supervisor_graph.nodes.background.control import ControlTools
 from supervisor_graph.nodes.background.tasks import BackgroundSettings
@@ -18,12 +19,15 @@ from supervisor_graph.nodes.steps.budget import AgentBudget, Budget
 from supervisor_graph.nodes.steps.compaction import Compaction, Compactor
 from supervisor_graph.nodes.steps.protocol import Step, Steps
 from supervisor_graph.nodes.steps.structured_output import OutputSchema, StructuredOutput
-from supervisor_graph.nodes.steps.working_memory import WorkingMemory, WorkingMemoryTool
+from supervisor_graph.nodes.steps.working_memory import WorkingMemory, WorkingMemoryStep
 
 __all__ = ["steps_of"]
 
 
 def steps_of(
+    agent_id: str = "",
+    delegation_tools: Mapping[str, str] | None = None,
+    server_host_for: Callable[[Any], Any] | None = None,
     *,
     compactor: Compactor | None = None,
     working_memory: WorkingMemory | None = None,
@@ -32,13 +36,15 @@ def steps_of(
     output_schema: OutputSchema | None = None,
     guards: Sequence[Guardrail] = (),
 ) -> Steps:
+    """The steps of agent `agent_id` (`delegation_tools`: its delegation tool names by
+    subagent key, and `server_host_for`, for background tasks a server hosts)."""
     steps: list[Step] = []
     if compactor is not None:
         steps.append(Compaction(compactor))
     if working_memory is not None:
-        steps.append(WorkingMemoryTool(working_memory))
+        steps.append(WorkingMemoryStep(working_memory, agent_id))
     if background is not None:
-        steps.append(ControlTools(background))
+        steps.append(ControlTools(background, delegation_tools or {}, server_host_for))
     if budget is not None:
         steps.append(AgentBudget(budget))
     if output_schema is not None:

@@ -73,7 +73,7 @@ def with_steps(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Compile agents with the given steps besides their own."""
 
     def use(*steps: Step) -> None:
-        monkeypatch.setattr(build, "steps_of", lambda **declared: Steps.of(steps))
+        monkeypatch.setattr(build, "steps_of", lambda *names, **declared: Steps.of(steps))
 
     return use
 
@@ -90,7 +90,7 @@ async def test_an_agent_without_optional_capabilities_has_no_steps() -> None:
     assert spec.steps.before_model == spec.steps.wrap_tool_call == () and "compaction" in spec.steps.state_keys
 
 
-async def test_working_memory_and_background_tasks_bring_their_tools_as_steps() -> None:
+async def test_working_memory_and_background_tasks_are_steps_that_bring_and_answer_their_tools() -> None:
     worker = Agent(id="w", description="Works.", model=ScriptedChatModel())
     agent = Agent(
         id="a", model=ScriptedChatModel(), working_memory=True, agents={"w": worker},
@@ -99,7 +99,10 @@ async def test_working_memory_and_background_tasks_bring_their_tools_as_steps() 
     spec = build_spec(agent)
     names = [tool["function"]["name"] for tool in spec.steps.tools]
     assert names[0] == "update_working_memory" and set(names[1:]) == CONTROL_TOOLS
-    assert spec.steps.wrap_model_call == ()  # they hook into nothing else (yet): the turn answers their calls
+    # working memory shows its value around each model call; both answer their tools' calls in the turn
+    assert [s.name for s in spec.steps.wrap_model_call] == ["working_memory"]
+    assert {s.name for s in spec.steps.answer_calls} == {"working_memory", "background_control"}
+    assert spec.steps.answered == CONTROL_TOOLS | {"update_working_memory"}
 
 
 async def test_steps_wrap_the_supervisors_model_call_first_outermost(with_steps: Any) -> None:
