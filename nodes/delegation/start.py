@@ -59,7 +59,7 @@ def make_start_node(parent: AgentSpec, key: str, sub_id: str) -> Any:
         ctx = DelegationStartContext(
             primitive_id=sub_id,
             prompt=task["prompt"],
-            iteration=iteration_of_run(messages, free_updates(parent, opts)),
+            iteration=iteration_of_run(messages, free_updates(parent, opts), parent.steps.free),
             request_context=child,
             tool_call_id=tool_call_id,
             run_id=handle.run_id,

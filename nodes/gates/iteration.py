@@ -76,7 +76,7 @@ def make_iteration_node(spec: AgentSpec) -> Any:
         messages = state.get("messages") or []
         index, ai = last_turn(messages)
         assert ai is not None, "the iteration node runs after a supervisor turn"
-        count = iteration_of_run(messages, free_updates(spec, opts))
+        count = iteration_of_run(messages, free_updates(spec, opts), spec.steps.free)
         reason = "tool-calls" if ai.tool_calls else finish_reason_of(ai)
         hook = opts.on_iteration_complete
         decision = IterationResult()

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.runtime import Runtime
@@ -30,7 +31,6 @@ from supervisor_graph.nodes.scope.lookup import run_scope
 from supervisor_graph.nodes.spec import AgentSpec, maybe_await
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, run_start
 from supervisor_graph.nodes.steps.structured_output import OutputSchema, declared_schema
-from supervisor_graph.nodes.steps.working_memory import without_updates, working_memory_of
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, last_turn
 
@@ -75,10 +75,9 @@ def make_task_complete_node(spec: AgentSpec) -> Any:
         messages = state.get("messages") or []
         _, answer = last_turn(messages)
         start = run_start(messages)
-        # working-memory updates are bookkeeping, not part of the answer being judged
-        judged: list[BaseMessage] = (
-            without_updates(messages[start:]) if working_memory_of(spec) is not None else list(messages[start:])
-        )
+        # bookkeeping calls (working-memory updates) are not part of the answer being judged
+        free = spec.steps.free
+        judged: list[BaseMessage] = _without(messages[start:], free) if free else list(messages[start:])
         context = ScoringContext(
             run=RunView(
                 input=text_of(messages[start]) if messages else "",
@@ -107,3 +106,21 @@ def make_task_complete_node(spec: AgentSpec) -> Any:
         return Command(update={"messages": [feedback_message(text, "scorer")]}, goto=SUPERVISOR_NODE)
 
     return task_complete
+
+
+def _without(messages: Sequence[BaseMessage], names: frozenset[str]) -> list[BaseMessage]:
+    """`messages` without the calls of the tools `names`: their results, the calls, and
+    turns left with neither text nor other calls."""
+    ids: set[str] = set()
+    out: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, AIMessage) and any(c["name"] in names for c in message.tool_calls):
+            ids.update(c["id"] or "" for c in message.tool_calls if c["name"] in names)
+            kept = [c for c in message.tool_calls if c["name"] not in names]
+            if not kept and not message.content:
+                continue
+            message = message.model_copy(update={"tool_calls": kept})
+        elif isinstance(message, ToolMessage) and message.tool_call_id in ids:
+            continue
+        out.append(message)
+    return out

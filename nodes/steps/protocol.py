@@ -124,6 +124,9 @@ class Step:
     tools: Sequence[Any] = ()
     # the names of the tools whose calls this step answers in the turn (`aanswer_calls`)
     answers: frozenset[str] = frozenset()
+    # tools whose calls are bookkeeping: a turn that calls only these is no iteration (up
+    # to a bound), and the task-completion scorers do not judge them
+    free: frozenset[str] = frozenset()
 
     def stop(self, handle: Any) -> str | None:
         """Before the turn calls the model: a finish reason ends the agent's run there
@@ -167,6 +170,7 @@ class Steps:
     stop: tuple[Step, ...] = ()
     answer_calls: tuple[Step, ...] = ()
     answered: frozenset[str] = frozenset()  # every tool name the steps answer in the turn
+    free: frozenset[str] = frozenset()  # every bookkeeping tool name of the steps
     # the tool schemas the steps offer the model, and every state channel they bring,
     # in the steps' order (read when a model is bound and when a leaf's journal opens)
     tools: tuple[Any, ...] = ()
@@ -186,7 +190,10 @@ class Steps:
         kinds = {type(step): step for step in steps}
         stop = tuple(s for s in steps if type(s).stop is not Step.stop)
         answered = frozenset(name for step in steps for name in step.answers)
-        return cls(all=tuple(steps), tools=tools, state_keys=keys, kinds=kinds, stop=stop, answered=answered, **picked)
+        free = frozenset(name for step in steps for name in step.free)
+        return cls(
+            all=tuple(steps), tools=tools, state_keys=keys, kinds=kinds, stop=stop, answered=answered, free=free, **picked
+        )
 
     def plus(self, step: Step) -> Steps:
         """These steps and `step` after them (innermost), for a run that brings it: built

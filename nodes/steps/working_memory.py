@@ -20,10 +20,10 @@ import json
 import logging
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
@@ -53,7 +53,6 @@ __all__ = [
     "resource_of",
     "store_key",
     "update_result",
-    "without_updates",
     "write_value",
 ]
 
@@ -370,24 +369,6 @@ def update_result(call: ToolCall, error: str | None = None) -> ToolMessage:
     return ToolMessage(content="Working memory updated.", tool_call_id=call["id"] or "", name=WORKING_MEMORY_TOOL)
 
 
-def without_updates(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """`messages` without working-memory updates (what scorers judge): their results,
-    the calls, and turns left with neither text nor other calls."""
-    ids: set[str] = set()
-    out: list[BaseMessage] = []
-    for message in messages:
-        if isinstance(message, AIMessage) and any(c["name"] == WORKING_MEMORY_TOOL for c in message.tool_calls):
-            ids.update(c["id"] or "" for c in message.tool_calls if c["name"] == WORKING_MEMORY_TOOL)
-            kept = [c for c in message.tool_calls if c["name"] != WORKING_MEMORY_TOOL]
-            if not kept and not message.content:
-                continue
-            message = message.model_copy(update={"tool_calls": kept})
-        elif isinstance(message, ToolMessage) and message.tool_call_id in ids:
-            continue
-        out.append(message)
-    return out
-
-
 class WorkingMemoryStep(Step):
     """Working memory as a step of the supervisor's turn (SPEC §8): its value shown in the
     system prompt of each model call, its update tool offered, and the turn's update
@@ -395,7 +376,7 @@ class WorkingMemoryStep(Step):
     a turn that only updates is no iteration)."""
 
     name = "working_memory"
-    answers = frozenset({WORKING_MEMORY_TOOL})
+    answers = free = frozenset({WORKING_MEMORY_TOOL})
 
     def __init__(self, memory: WorkingMemory, agent_id: str) -> None:
         self.memory, self.agent_id = memory, agent_id

@@ -50,7 +50,6 @@ from langgraph.types import Command, Send
 
 from supervisor_graph.checkpointers.compat import has_checkpointer, is_resuming
 from supervisor_graph.checkpointers.first_write import write_delegation_thread
-from supervisor_graph.nodes.background.control import background_of
 from supervisor_graph.nodes.delegation.result import DelegationRecord
 from supervisor_graph.nodes.delegation.transcript import record_answer, record_transcript
 from supervisor_graph.nodes.guards.answers import (
@@ -68,7 +67,6 @@ from supervisor_graph.nodes.scope.context import RUN_IDENTITY_KEYS, check_json, 
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.steps.budget import exceeded_result
 from supervisor_graph.nodes.steps.usage import unless_dropped
-from supervisor_graph.nodes.steps.working_memory import working_memory_of
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, dispatch, finish_reason_of, unanswered
 from supervisor_graph.nodes.turn.tools import ToolRun, needs_approval, run_tool_call
@@ -88,8 +86,7 @@ def can_run_directly(spec: AgentSpec, opts: RunOptions, per_parent_thread: bool)
     do decides, never who drives the graph)."""
     return (
         not spec.delegation_schemas
-        and working_memory_of(spec) is None
-        and background_of(spec) is None
+        and not spec.steps.answered  # calls answered in the turn need the supervisor's routing
         and not per_parent_thread
         and opts.on_iteration_complete is None
         and opts.is_task_complete is None

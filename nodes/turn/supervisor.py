@@ -28,10 +28,6 @@ from supervisor_graph.nodes.scope.lookup import run_scope, with_version
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input, run_start
 from supervisor_graph.nodes.steps.usage import dropped, step_finish
-from supervisor_graph.nodes.steps.working_memory import (
-    is_update_turn,
-    working_memory_of,
-)
 from supervisor_graph.nodes.turn.routing import (
     ITERATION_NODE,
     SUPERVISOR_NODE,
@@ -51,30 +47,31 @@ __all__ = ["free_updates", "iteration_of_run", "make_supervisor_node"]
 log = logging.getLogger("supervisor_graph")
 
 
-def iteration_of_run(messages: Sequence[BaseMessage], free_limit: int = 0) -> int:
+def iteration_of_run(messages: Sequence[BaseMessage], free_limit: int = 0, free: frozenset[str] = frozenset()) -> int:
     """Supervisor iterations so far in the current run (AI turns since its input).
 
-    With `free_limit`, turns that only update working memory are not iterations, up
-    to that many of them: a model that does nothing else cannot loop forever.
+    With `free_limit`, turns that only call bookkeeping tools (`free`: working memory's
+    update) are not iterations, up to that many of them: a model that does nothing else
+    cannot loop forever.
     """
-    count = free = 0
+    count = uncounted = 0
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if isinstance(message, AIMessage):
-            if free_limit and is_update_turn(message):
-                free += 1
+            if free_limit and message.tool_calls and all(call["name"] in free for call in message.tool_calls):
+                uncounted += 1
             else:
                 count += 1
         elif is_run_input(message):
             break
-    return count + max(0, free - free_limit)
+    return count + max(0, uncounted - free_limit)
 
 
 def free_updates(spec: AgentSpec, opts: RunOptions) -> int:
-    """How many update-only turns a run of `spec` does not count (see `iteration_of_run`):
-    enough for a model that updates before answering each time, few enough that one
-    doing nothing else soon reaches `max_steps`."""
-    return opts.max_steps + 2 if working_memory_of(spec) is not None else 0
+    """How many bookkeeping-only turns a run of `spec` does not count (see
+    `iteration_of_run`): enough for a model that updates its memory before answering
+    each time, few enough that one doing nothing else soon reaches `max_steps`."""
+    return opts.max_steps + 2 if spec.steps.free else 0
 
 
 def make_supervisor_node(spec: AgentSpec) -> Any:
@@ -126,7 +123,7 @@ class _Step:
             return self._end("abort")
         if spec.client_tools and unanswered(messages):
             return self._end("tool-calls")  # only client tools are left: the caller answers them on the next call
-        turn.iteration = iteration_of_run(messages, free_updates(spec, opts))
+        turn.iteration = iteration_of_run(messages, free_updates(spec, opts), spec.steps.free)
         if turn.iteration == 0:
             closed = left_open(messages, ABORTED_TOOL_TEXT, spec.client_tools)
             if closed:  # a run cancelled from outside left calls open: close them first
@@ -137,7 +134,7 @@ class _Step:
     async def _settle_held(self, held: dict[str, Any]) -> Any:
         emit = self.turn.emit
         settled = await settle_held(self.state, self.opts, self.handle, self.config, emit, self.messages, held, self.consumed)
-        step = iteration_of_run(self.messages, free_updates(self.spec, self.opts)) + 1
+        step = iteration_of_run(self.messages, free_updates(self.spec, self.opts), self.spec.steps.free) + 1
         if (settled.update or {}).get("tripwire"):  # declined: the answer never reaches the thread
             dropped(self.handle, emit, [held["message"]], step)
         elif isinstance(held["message"], AIMessage):  # approved: its call ends here, for AG-UI's usage
