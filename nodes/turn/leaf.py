@@ -136,7 +136,9 @@ async def run_directly(
         manager = get_async_callback_manager_for_config(config)
         run = await manager.on_chain_start(None, {"prompt": task["prompt"]}, name=spec.agent_name or spec.agent_id)
         config = patch_config(config, callbacks=run.get_child())
-    loop = _Loop(spec, config, opts, handle, runtime, namespace, history, journal)
+    emit = Emitter(runtime, handle, namespace)
+    turn = Turn(spec, config, opts, handle, emit, wrote=journal.kept, runtime=runtime)  # wrote: kept in the delegation thread
+    loop = _Loop(turn, namespace, history, journal)
     # A bound model (`bind_tools`) merges its config over the ambient one, whose callbacks
     # are the node's: without this its runs would hang under the node, not this run.
     ambient = var_child_runnable_config.set(config) if run is not None else None
@@ -212,23 +214,11 @@ class _Loop:
     first of the task, and the re-run's first `interrupt()`. A later pause goes to a
     fresh task (`_Pause`)."""
 
-    def __init__(
-        self,
-        spec: AgentSpec,
-        config: RunnableConfig,
-        opts: RunOptions,
-        handle: RunHandle,
-        runtime: Runtime[Any],
-        namespace: str,
-        history: list[BaseMessage],
-        journal: _Journal,
-    ) -> None:
-        self.spec, self.config, self.opts, self.handle, self.runtime = spec, config, opts, handle, runtime
-        self.namespace = namespace
-        self.history = history
-        self.journal = journal
-        self.emit = emit = Emitter(runtime, handle, namespace)
-        self.turn = Turn(spec, config, opts, handle, emit, wrote=journal.kept, runtime=runtime)  # wrote: kept in the delegation thread
+    def __init__(self, turn: Turn, namespace: str, history: list[BaseMessage], journal: _Journal) -> None:
+        self.turn = turn
+        self.spec, self.config, self.opts, self.handle, self.emit = turn.spec, turn.config, turn.opts, turn.handle, turn.emit
+        self.runtime, self.namespace, self.history, self.journal = turn.runtime, namespace, history, journal
+        handle, config = self.handle, self.config
         # Stream tokens and trace the model as the subagent's graph would: LangGraph's
         # `messages` mode takes the graph namespace from this metadata.
         self.model_config: RunnableConfig = {
