@@ -75,6 +75,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
         "nodes/structured_output.py",
         "nodes/steps/structured_output.py",
         "nodes/steps/typed_dicts.py",
+        "nodes/steps/output_schema.py",
     ),
     "working memory": ("nodes/working_memory.py", "nodes/steps/working_memory.py"),
     "guards/guardrails": ("nodes/guard*.py", "nodes/guards/*.py", "supervisor_graph/guardrails/*.py"),

@@ -1,5 +1,7 @@
-"""Capabilities a turn can take on, one module each with its own state keys: budgets,
-compaction (and the token counts it needs), structured output, working memory,
+"""Capabilities a turn can take on, as steps (`protocol.py`), one module each with its own
+state keys: budgets,
+compaction (and the token counts it needs), structured output (and the output schema's
+forms: `output_schema.py`), working memory,
 decisions on approvals, usage accounting.
 
 Imports `nodes`' shared modules, guards, observability, and `turn`/`delegation` for

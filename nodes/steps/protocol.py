@@ -53,6 +53,8 @@ class ModelRequest:
     spent: list[Any] = field(default_factory=list)
     runtime: Any = None
     notes: dict[str, Any] = field(default_factory=dict)
+    # the shape the answer must take this run (LangChain's `response_format`), if any
+    response_format: Any = None
 
     def override(self, **changes: Any) -> ModelRequest:
         """A copy with `changes` (LangChain's `ModelRequest.override`)."""
@@ -67,14 +69,16 @@ class Answered:
     """What steps answered of a turn's tool calls in the turn: the `results` (after the
     answer in the thread), the state keys they write (`updates`), extra payload for a
     call's `tool-call` event (`marks`, by call id), events that follow the turn's own
-    (`events`), and `again`: the turn was only this, so it is no iteration and the model
-    goes on at once (LangChain's `jump_to="model"`)."""
+    (`events`), and either `again`: the model goes on at once (the turn was only
+    bookkeeping, or its answer is sent back; LangChain's `jump_to="model"`), or `end`:
+    the run ends with this finish reason ("error" skips the gates after an answer)."""
 
     results: list[Any] = field(default_factory=list)
     updates: dict[str, Any] = field(default_factory=dict)
     marks: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     again: bool = False
+    end: str | None = None
 
     def add(self, other: Answered) -> None:
         self.results.extend(other.results)
@@ -82,6 +86,7 @@ class Answered:
         self.marks.update(other.marks)
         self.events.extend(other.events)
         self.again = self.again or other.again
+        self.end = self.end or other.end
 
 
 class AnswerShape(Protocol):
@@ -152,6 +157,11 @@ class Step:
         its answer is accepted (after the guards), before it is routed."""
         return None
 
+    async def aafter_answer(self, request: ModelRequest, response: Any) -> Answered | None:
+        """Every accepted answer of the turn, after its own calls are answered: what it
+        adds, and whether the run goes on, goes back to the model or ends."""
+        return None
+
 
 def _overrides(step: Step, hook: str) -> bool:
     return getattr(type(step), hook) is not getattr(Step, hook)
@@ -169,6 +179,7 @@ class Steps:
     wrap_tool_call: tuple[Step, ...] = ()
     stop: tuple[Step, ...] = ()
     answer_calls: tuple[Step, ...] = ()
+    after_answer: tuple[Step, ...] = ()
     answered: frozenset[str] = frozenset()  # every tool name the steps answer in the turn
     free: frozenset[str] = frozenset()  # every bookkeeping tool name of the steps
     # the tool schemas the steps offer the model, and every state channel they bring,
@@ -203,17 +214,23 @@ class Steps:
             done = self._plus[id(step)] = Steps.of([*self.all, step])
         return done
 
-    async def answer_own_calls(self, request: ModelRequest, response: Any) -> Answered | None:
-        """What the steps answer of `response`'s calls in the turn; None when it calls
-        none of their tools (the common turn: one set lookup per call)."""
-        if not self.answered or not any(call["name"] in self.answered for call in response.tool_calls):
+    async def settle(self, request: ModelRequest, response: Any) -> Answered | None:
+        """What the steps make of an accepted answer: the calls of their own tools answered
+        (`aanswer_calls`), then each `aafter_answer`; None when no step has anything to
+        do with it (the common turn: one set lookup per call)."""
+        own = bool(self.answered) and any(call["name"] in self.answered for call in response.tool_calls)
+        if not own and not self.after_answer:
             return None
         out = Answered()
-        for step in self.answer_calls:
+        for step in self.answer_calls if own else ():
             if any(call["name"] in step.answers for call in response.tool_calls):
                 done = await step.aanswer_calls(request, response)
                 if done is not None:
                     out.add(done)
+        for step in self.after_answer:
+            done = await step.aafter_answer(request, response)
+            if done is not None:
+                out.add(done)
         return out
 
     def stop_reason(self, handle: Any) -> str | None:
@@ -253,7 +270,7 @@ class Steps:
 
 
 S = TypeVar("S", bound=Step)
-_HOOKS = ("before_model", "wrap_model_call", "after_model", "wrap_tool_call", "answer_calls")
+_HOOKS = ("before_model", "wrap_model_call", "after_model", "wrap_tool_call", "answer_calls", "after_answer")
 NO_STEPS = Steps()
 
 

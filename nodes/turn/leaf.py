@@ -250,7 +250,7 @@ class _Loop:
             response = await self._answer()
             if response is None:
                 continue  # sent back, or held for a person: the next turn sees to it
-            outcome = self._settle(response)
+            outcome = await self._settle(response)
             if outcome is not None:
                 return outcome
 
@@ -311,27 +311,26 @@ class _Loop:
         )  # fmt: skip
         return response if streamed else (response, None)
 
-    def _settle(self, response: Any) -> str | None:
+    async def _settle(self, response: Any) -> str | None:
         """The answer made safe, counted, validated (SPEC §28) and announced; the finish
         reason when the subagent is done, None when its tools run next."""
         turn = self.turn
         response, errors = turn.take(response)
-        settled = turn.validate(response, errors, self.history, 0)  # the answer validated, or sent back
-        if response.tool_calls and settled is None:
+        answered = await turn.settle(response, self.history, self.journal.kept)  # validated, or sent back (SPEC §28)
+        if answered is not None:
+            errors.extend(answered.results)
+        settled = answered is not None and (answered.again or answered.end is not None)
+        if response.tool_calls and not settled:
             _, more = dispatch(self.spec, self.opts, self.handle, response, {e.tool_call_id for e in errors})
             errors.extend(more)
-        announce(self.emit, response, turn.iteration + 1)
+        announce(self.emit, response, turn.iteration + 1, answered)
         self.history.append(response)
         self.history.extend(errors)
-        if settled is not None:
-            self.history.extend(settled.messages)
-            if settled.retry:
-                return None
-            if settled.error is not None:
-                self.structured = {"structured_output_error": settled.error.to_dict()}
-                return "error"
-            self.structured = {"structured_response": settled.value}
-            return finish_reason_of(response) if not settled.messages else "stop"
+        if answered is not None and answered.again:
+            return None
+        if answered is not None and answered.updates:
+            self.structured = dict(answered.updates)
+            return answered.end or finish_reason_of(response)
         return None if response.tool_calls else finish_reason_of(response)
 
     async def _tools(self, calls: Sequence[ToolCall], sequential: bool) -> tuple[bool, bool]:

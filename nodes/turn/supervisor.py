@@ -26,7 +26,7 @@ from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunOptions
 from supervisor_graph.nodes.scope.lookup import run_scope, with_version
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input, run_start
+from supervisor_graph.nodes.state import SupervisorState, feedback_message, is_run_input
 from supervisor_graph.nodes.steps.usage import dropped, step_finish
 from supervisor_graph.nodes.turn.routing import (
     ITERATION_NODE,
@@ -174,14 +174,15 @@ class _Step:
         (`guarded`: a redacted input to store)."""
         state, turn = self.state, self.turn
         response, errors = turn.take(response)
-        answered = await turn.answer_own_calls(response)
+        answered = await turn.settle(response, self.messages, state)
         if answered is not None:
             errors.extend(answered.results)
         announce(turn.emit, response, turn.iteration + 1, answered)
-        if answered is not None and answered.again:  # no iteration: no hook, no dispatch, back to the model
+        if answered is not None and answered.again:  # bookkeeping or sent back: no hook, no dispatch, back to the model
             command: Command[Any] = Command(update={"messages": [response, *errors]}, goto=SUPERVISOR_NODE)
-        elif turn.schema is not None:
-            command = self._structured(response, errors)
+        elif answered is not None and answered.end is not None:  # the answer is the run's value, or its error
+            goto = END if answered.end == "error" else after_answer(self.opts)
+            command = Command(update=end_update(state, answered.end, [response, *errors]), goto=goto)
         else:
             command = self._route(response, errors)
         update: dict[str, Any] = command.update  # type: ignore[assignment]
@@ -198,27 +199,6 @@ class _Step:
             update["messages"] = [*guarded, *update["messages"]]
         return command
 
-
-    def _structured(self, response: AIMessage, errors: list[ToolMessage]) -> Command[Any]:
-        """A turn of an agent with an output schema (SPEC §28): tool calls go on as usual;
-        the answer is validated, sent back once more when invalid, else the run's value."""
-        state, messages = self.state, self.messages
-        settled = self.turn.validate(response, errors, messages, run_start(messages))
-        if settled is None:
-            return self._route(response, errors)
-        if settled.retry:
-            return Command(update={"messages": [response, *errors, *settled.messages]}, goto=SUPERVISOR_NODE)
-        if settled.error is not None:
-            update = end_update(state, "error", [response, *errors, *settled.messages])
-            update["structured_output_error"] = settled.error.to_dict()
-            return Command(update=update, goto=END)
-        if not settled.messages:  # the answer's text is the JSON: an ordinary last turn
-            command = self._route(response, errors)
-        else:  # a final answer tool call, answered and followed by the answer as text
-            update = end_update(state, "stop", [response, *errors, *settled.messages])
-            command = Command(update=update, goto=after_answer(self.opts))
-        command.update["structured_response"] = settled.value  # type: ignore[index]
-        return command
 
     def _route(self, response: AIMessage, errors: list[ToolMessage]) -> Command[Any]:
         """The update and destination after a model turn."""

@@ -5,7 +5,8 @@ subagent's in-node loop (`leaf.py`); only what happens after it (routing) differ
 model and system prompt resolved once) and does what every turn does: decide whether
 a limit stops it (`limit`), call the model (`call`, the one place an agent's chat
 model is called), make the answer safe and count it (`take`), check it against an
-output schema (`validate`) and announce it (`announce`).
+output schema and settle the calls of the steps' own tools (`settle`) and announce it
+(`announce`).
 
 The model call is built from the turn's `ModelRequest`: the agent's steps wrap it
 (`nodes/steps/protocol.py`), then the model sees the system prompt, the read-only
@@ -38,13 +39,7 @@ from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.steps.budget import METERS
 from supervisor_graph.nodes.steps.protocol import Answered, ModelRequest, Steps
-from supervisor_graph.nodes.steps.structured_output import (
-    Settled,
-    declared_schema,
-    retries_used,
-    settle,
-    stray_final_answers,
-)
+from supervisor_graph.nodes.steps.structured_output import CHECKS, ResponseFormat, StructuredOutput, declared_schema
 from supervisor_graph.nodes.steps.usage import step_finish
 from supervisor_graph.nodes.turn.prefix_cache import PrefixCache
 from supervisor_graph.nodes.turn.routing import error_result
@@ -52,11 +47,15 @@ from supervisor_graph.nodes.turn.routing import error_result
 __all__ = ["Turn", "announce", "call_model", "model_input", "repair_calls", "steps_of_run"]
 
 
-def steps_of_run(spec: AgentSpec, handle: RunHandle) -> Steps:
-    """The steps of the agent's turns in this run: those it declares, and the budget
-    meters when a budget covers the run (a budget may come with the call, from a parent
-    or a hook, so the run, not the compiler, adds them)."""
-    return spec.steps if handle.budget is None else spec.steps.plus(METERS)
+def steps_of_run(spec: AgentSpec, handle: RunHandle, shaped: bool = False) -> Steps:
+    """The steps of the agent's turns in this run: those it declares, the answer's check
+    when the run gives an output schema the agent does not declare (`shaped`), and the
+    budget meters when a budget covers the run (a budget may come with the call, from a
+    parent or a hook, so the run, not the compiler, adds them)."""
+    steps = spec.steps
+    if shaped and steps.find(StructuredOutput) is None:
+        steps = steps.plus(CHECKS)
+    return steps if handle.budget is None else steps.plus(METERS)
 
 log = logging.getLogger("supervisor_graph")
 
@@ -80,20 +79,19 @@ class Turn:
     ) -> None:
         self.spec, self.config, self.opts, self.handle, self.emit = spec, config, opts, handle, emit
         self.runtime = runtime
-        self.request: ModelRequest | None = None  # the last model call's, for `answer_own_calls`
-        self.steps = steps_of_run(spec, handle)
+        self.request: ModelRequest | None = None  # the last model call's, for `settle`
+        self.schema: Any = opts.output_schema or declared_schema(spec)  # the run's, else the agent's (SPEC §28)
         self.wrote: dict[str, Any] = {} if wrote is None else wrote
         self.answers: list[Any] = []
         self.model: Any = None
         self.system = ""
-        self.schema: Any = None  # the run's output schema, else the agent's (SPEC §28)
         self.iteration = 0
+        self.steps = steps_of_run(spec, handle, self.schema is not None)
 
     async def resolve(self, refs: bool = False) -> None:
         """The model bound to the agent's tools (`refs`: delegation tools that take
         result references) and the system prompt, for this run's version and schema."""
         spec, handle = self.spec, self.handle
-        self.schema = self.opts.output_schema or declared_schema(spec)
         self.model = await spec.resolve_model(handle.request_context, refs, handle.override, self.schema)
         self.system = await spec.resolve_instructions(handle.request_context, handle.override)
 
@@ -123,6 +121,8 @@ class Turn:
         handle = self.handle
         request = ModelRequest(self.model, self.system, history, handle.context_messages, state, config, handle, self.emit)
         request.runtime = self.runtime
+        if self.schema is not None:
+            request.response_format = ResponseFormat(self.schema, self.opts.output_retries)
         self.request = request
         try:
             out = await call_model(
@@ -140,20 +140,18 @@ class Turn:
             raise TypeError(f"Agent {self.spec.agent_id!r}: the model returned {type(response).__name__}, not an AIMessage")
         return repair_calls(response)
 
-    async def answer_own_calls(self, response: AIMessage) -> Answered | None:
-        """The calls of the steps' own tools (working memory, background-task control),
-        answered in the turn by their steps; None when the turn calls none of them."""
-        if self.request is None or not self.steps.answered:
-            return None
-        return await self.steps.answer_own_calls(self.request, response)
-
-    def validate(self, response: AIMessage, errors: list[ToolMessage], history: Sequence[BaseMessage], start: int) -> Settled | None:
-        """With an output schema: the answer validated, or sent back while retries are
-        left (`history[start:]` is this run's). None: no schema, or tool calls go on."""
-        if self.schema is None:
-            return None
-        errors.extend(stray_final_answers(response))
-        return settle(self.schema, response, retries_used(history, start) < self.opts.output_retries)
+    async def settle(self, response: AIMessage, history: Sequence[BaseMessage], state: Any) -> Answered | None:
+        """What the steps make of the accepted answer (`Steps.settle`): the calls of their
+        own tools answered (working memory, background-task control), the answer checked
+        against the run's output schema. `history` and `state` are the call's, for an
+        answer this task did not ask for (a leaf's, let through by a person)."""
+        request = self.request
+        if request is None:
+            request = ModelRequest(self.model, self.system, history, self.handle.context_messages, state, self.config, self.handle, self.emit)
+            request.runtime = self.runtime
+            if self.schema is not None:
+                request.response_format = ResponseFormat(self.schema, self.opts.output_retries)
+        return await self.steps.settle(request, response)
 
 
 async def call_model(

@@ -227,3 +227,43 @@ async def test_a_run_with_a_budget_meters_it_through_a_step_the_run_adds() -> No
     call = {"name": "t", "args": {}, "id": "c1"}
     first, second = [await Steps.of([METERS]).call_tool(ToolRequest(call, None, None, {}, handle), ran) for _ in range(2)]
     assert first == "ran" and "Budget exceeded" in second.content
+
+
+async def test_structured_output_is_a_step_that_settles_every_answer() -> None:
+    """The declared schema lives in the agent's `StructuredOutput` step; a run that gives
+    its own schema to an agent declaring none has the check added (`CHECKS`); the step's
+    `aafter_answer` makes the answer the run's value, sends it back, or ends the run."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from supervisor_graph.nodes.steps.structured_output import (
+        CHECKS,
+        ResponseFormat,
+        StructuredOutput,
+        output_schema_of,
+    )
+    from supervisor_graph.nodes.turn.turn import steps_of_run
+
+    class Handle:
+        budget = None
+
+    plain = build_spec(Agent(id="a", model=ScriptedChatModel()))
+    assert steps_of_run(plain, Handle()) is NO_STEPS  # type: ignore[arg-type]
+    assert steps_of_run(plain, Handle(), shaped=True).all == (CHECKS,)  # type: ignore[arg-type]
+    schema = output_schema_of({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    declared = build_spec(Agent(id="b", model=ScriptedChatModel(), output_schema=schema.declared))
+    assert steps_of_run(declared, Handle(), shaped=True) is declared.steps  # type: ignore[arg-type]
+    assert [type(s) for s in declared.steps.after_answer] == [StructuredOutput]
+
+    def request(retries: int) -> ModelRequest:
+        out = ModelRequest(None, "", [HumanMessage(content="go")], [], {}, {}, Handle(), None)
+        out.response_format = ResponseFormat(schema, retries)
+        return out
+
+    good = await declared.steps.settle(request(1), AIMessage(content='{"n": 3}'))
+    assert good is not None and good.updates == {"structured_response": {"n": 3}} and good.end is None
+    again = await declared.steps.settle(request(1), AIMessage(content="three"))
+    assert again is not None and again.again and len(again.results) == 1
+    failed = await declared.steps.settle(request(0), AIMessage(content="three"))
+    assert failed is not None and failed.end == "error" and "structured_output_error" in failed.updates
+    unshaped = await declared.steps.settle(ModelRequest(None, "", [], [], {}, {}, Handle(), None), AIMessage(content="x"))
+    assert unshaped is not None and not (unshaped.results or unshaped.updates or unshaped.again or unshaped.end)
