@@ -383,8 +383,7 @@ class WorkingMemoryStep(Step):
         self.tools = (memory.tool_schema(),)
 
     async def _read(self, request: ModelRequest) -> Any:
-        store = request.runtime.store if request.runtime is not None else None
-        return await read_value(self.memory, self.agent_id, request.state, store, request.handle)
+        return await read_value(self.memory, self.agent_id, request.state, _store(request), request.handle)
 
     async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
         value = request.notes[self.name] = await self._read(request)  # what updates apply to: one read a call
@@ -392,7 +391,7 @@ class WorkingMemoryStep(Step):
         return await handler(request.override(system=f"{request.system}\n\n{section}" if request.system else section))
 
     async def aanswer_calls(self, request: ModelRequest, response: Any) -> Answered:
-        store = request.runtime.store if request.runtime is not None else None
+        store = _store(request)
         value = request.notes[self.name] if self.name in request.notes else await self._read(request)
         out = Answered(again=is_update_turn(response))  # not an iteration: no hook, no dispatch
         for call in response.tool_calls:
@@ -411,6 +410,10 @@ class WorkingMemoryStep(Step):
             # the new value, for the AG-UI bridge's shared state
             out.events.append(("tool-result", _event(call, result, {"scope": self.memory.scope, "value": value})))
         return out
+
+
+def _store(request: ModelRequest) -> BaseStore | None:
+    return request.runtime.store if request.runtime is not None else None
 
 
 def _event(call: ToolCall, result: ToolMessage, memory: dict[str, Any] | None) -> dict[str, Any]:

@@ -57,6 +57,7 @@ def steps_of_run(spec: AgentSpec, handle: RunHandle, shaped: bool = False) -> St
         steps = steps.plus(CHECKS)
     return steps if handle.budget is None else steps.plus(METERS)
 
+
 log = logging.getLogger("supervisor_graph")
 
 
@@ -118,12 +119,7 @@ class Turn:
         policy: RetryPolicy | None = None,
     ) -> Any:
         """The model's answer to `history`, the run's steps around the call (see `call_model`)."""
-        handle = self.handle
-        request = ModelRequest(self.model, self.system, history, handle.context_messages, state, config, handle, self.emit)
-        request.runtime = self.runtime
-        if self.schema is not None:
-            request.response_format = ResponseFormat(self.schema, self.opts.output_retries)
-        self.request = request
+        self.request = request = self._request(history, state, config)
         try:
             out = await call_model(
                 self.spec, request, self.steps, quiet_answer=quiet_answer, streamed=streamed, send=send, policy=policy
@@ -145,13 +141,16 @@ class Turn:
         own tools answered (working memory, background-task control), the answer checked
         against the run's output schema. `history` and `state` are the call's, for an
         answer this task did not ask for (a leaf's, let through by a person)."""
-        request = self.request
-        if request is None:
-            request = ModelRequest(self.model, self.system, history, self.handle.context_messages, state, self.config, self.handle, self.emit)
-            request.runtime = self.runtime
-            if self.schema is not None:
-                request.response_format = ResponseFormat(self.schema, self.opts.output_retries)
+        request = self.request if self.request is not None else self._request(history, state, self.config)
         return await self.steps.settle(request, response)
+
+    def _request(self, history: Sequence[BaseMessage], state: Any, config: RunnableConfig) -> ModelRequest:
+        shape = ResponseFormat(self.schema, self.opts.output_retries) if self.schema is not None else None
+        handle = self.handle
+        return ModelRequest(
+            self.model, self.system, history, handle.context_messages, state, config, handle, self.emit,
+            runtime=self.runtime, response_format=shape,
+        )  # fmt: skip
 
 
 async def call_model(

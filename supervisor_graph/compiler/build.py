@@ -118,6 +118,7 @@ def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec
     elif not isinstance(model, BaseChatModel):
         factory, model = model, None
     compactor = _compactor(agent)
+    delegation_tools = {f"{DELEGATION_PREFIX}{key}": key for key in agent.agents}
     spec = AgentSpec(
         agent_id=agent.id,
         instructions=agent.instructions,
@@ -125,7 +126,7 @@ def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec
         model_factory=factory,
         delegation_schemas=[delegation_tool_schema(key, sub.description or "") for key, sub in agent.agents.items()],
         tools=tools,
-        delegation_tools={f"{DELEGATION_PREFIX}{key}": key for key in agent.agents},
+        delegation_tools=delegation_tools,
         subagent_ids={key: sub.id for key, sub in agent.agents.items()},
         defaults=agent.defaults,
         client_tools=frozenset(name for name, tool in tools.items() if is_client_tool(tool)),
@@ -140,7 +141,7 @@ def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec
         tracing=agent.tracing,
         steps=steps_of(
             agent.id,
-            {f"{DELEGATION_PREFIX}{key}": key for key in agent.agents},
+            delegation_tools,
             server_host,
             compactor=compactor,
             working_memory=agent.effective_working_memory,
