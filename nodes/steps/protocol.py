@@ -163,6 +163,10 @@ class Step:
         return None
 
 
+def _capabilities(step: Step) -> list[type]:
+    return [kind for kind in type(step).__mro__ if issubclass(kind, Step) and kind is not Step]
+
+
 def _overrides(step: Step, hook: str) -> bool:
     return getattr(type(step), hook) is not getattr(Step, hook)
 
@@ -186,7 +190,8 @@ class Steps:
     # in the steps' order (read when a model is bound and when a leaf's journal opens)
     tools: tuple[Any, ...] = ()
     state_keys: Mapping[str, Any] = field(default_factory=dict)
-    # each step by its class: how a capability finds its own step's settings (`find`)
+    # each step by its class and the capability classes it extends: how a capability
+    # finds its own step's settings (`find`)
     kinds: Mapping[type, Step] = field(default_factory=dict)
     # step -> these steps with it last (`plus`), made once per step
     _plus: dict[int, Steps] = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -198,7 +203,8 @@ class Steps:
         picked = {hook: tuple(s for s in steps if _overrides(s, f"a{hook}")) for hook in _HOOKS}
         tools = tuple(tool for step in steps for tool in step.tools)
         keys = {key: kind for step in steps for key, kind in step.state_keys.items()}
-        kinds = {type(step): step for step in steps}
+        # a step answers to its class and to each capability class it extends (`find`)
+        kinds = {kind: step for step in reversed(steps) for kind in _capabilities(step)}
         stop = tuple(s for s in steps if type(s).stop is not Step.stop)
         answered = frozenset(name for step in steps for name in step.answers)
         free = frozenset(name for step in steps for name in step.free)
@@ -242,8 +248,8 @@ class Steps:
         return None
 
     def find(self, kind: type[S]) -> S | None:
-        """The agent's step of class `kind`, if it has one: a capability reads its
-        settings from its own step, so the spec need not know the capability."""
+        """The agent's step of class `kind` (or a subclass), if it has one: a capability
+        reads its settings from its own step, so the spec need not know the capability."""
         return self.kinds.get(kind)  # type: ignore[return-value]
 
     async def call_model(self, request: ModelRequest, innermost: ModelHandler) -> Any:

@@ -14,7 +14,8 @@ from typing import Any
 
 from supervisor_graph.nodes.background.control import ControlTools
 from supervisor_graph.nodes.background.tasks import BackgroundSettings
-from supervisor_graph.nodes.guards.core import Guardrail, Guards
+from supervisor_graph.nodes.guards.core import Guardrail
+from supervisor_graph.nodes.guards.step import GuardedTurn
 from supervisor_graph.nodes.steps.budget import AgentBudget, Budget
 from supervisor_graph.nodes.steps.compaction import Compaction, Compactor
 from supervisor_graph.nodes.steps.protocol import Step, Steps
@@ -50,5 +51,5 @@ def steps_of(
     if output_schema is not None:
         steps.append(StructuredOutput(output_schema))
     if guards:
-        steps.append(Guards(guards))
+        steps.append(GuardedTurn(guards))
     return Steps.of(steps)
