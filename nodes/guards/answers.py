@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
@@ -26,17 +27,17 @@ from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.state import FEEDBACK_MARK, SupervisorState, feedback_message, is_run_input
+from supervisor_graph.nodes.steps.protocol import ModelHandler, ModelRequest
 from supervisor_graph.nodes.steps.structured_output import FINAL_ANSWER_TOOL
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.turn.routing import after_answer, end_update, finish_reason_of
 
 __all__ = [
     "GUARD_FEEDBACK",
-    "Turn",
     "check_output",
+    "checked_text",
     "forget_run",
-    "guarded_turn",
-    "leaf_answer",
+    "guard_answer",
     "quiet",
     "settle_held",
     "stream_answer",
@@ -188,59 +189,83 @@ def streams_output(spec: AgentSpec) -> bool:
     return any(g.mode == "streaming" for g in guards_at(guards_of(spec), "output"))
 
 
-class Turn(NamedTuple):
-    """A model turn through its guards: the messages to store before the answer (a
-    redacted input), the answer (None when it must not be stored), feedback to send back
-    instead, the trip that stops the agent, or an escalation to hold for a person."""
-
-    stored: list[BaseMessage]
-    response: AIMessage | None
-    feedback: BaseMessage | None = None
-    tripwire: Tripwire | None = None
-    held: tuple[str, str] | None = None
-
-
-async def guarded_turn(
-    spec: AgentSpec, call: Any, history: list[BaseMessage], handle: RunHandle, config: RunnableConfig, emit: Emitter
-) -> Turn:
-    """The top agent's input checked before (or, `parallel`, beside) the model call, the
-    answer streamed through the streaming output guards, then checked whole.
-    `call(history, streamed, send)` makes the model call (compaction included)."""
-    stored: list[BaseMessage] = []
-    streamed = "output" in guarded_at(spec) and streams_output(spec)
+async def guard_answer(spec: AgentSpec, request: ModelRequest, handler: ModelHandler) -> AIMessage | None:
+    """The turn's model call (`handler`) through the agent's guards: the top agent's input
+    checked before (or, `parallel`, beside) it, the answer streamed through the
+    streaming output guards, then checked whole. Returns the answer to keep (redacted,
+    or marked `mark_held` for a person to decide first), or None when it was sent back
+    (the feedback is in `request.added`, after a redacted input); a trip raises
+    `TripwireError`."""
+    at, handle, config, emit = guarded_at(spec), request.handle, request.config, request.emit
+    streamed = "output" in at and streams_output(spec)
     send = streamed and all(g.mode == "streaming" for g in guards_at(guards_of(spec), "output"))
-    response: Any = None
-    if "input" in guarded_at(spec):
+    # an answer a guard may still refuse never streams token by token
+    hushed = "output" in at or ("input" in at and len(handle.agent_path) == 1)
+    request = request.override(quiet=hushed, stream=partial(_through_windows, spec, send) if streamed else None)
+    history, response = request.messages, None
+    if "input" in at:
         if parallel_input(spec) and not streamed:
-            checked, response = await race_input(check_input(spec, history, handle, config, emit), lambda: call(history))
+            checked, response = await race_input(check_input(spec, list(history), handle, config, emit), lambda: handler(request))
         else:
-            checked = await check_input(spec, history, handle, config, emit)
+            checked = await check_input(spec, list(history), handle, config, emit)
         if checked is not None:
             history, stored, trip = checked
             if trip is not None:
-                return Turn([], None, tripwire=trip)
-    windowed: Crossing | None = None
+                raise TripwireError(trip)
+            if stored:
+                request.added.extend(stored)
+                request = request.override(messages=history)
     if response is None:
-        response = await call(history, streamed, send)
+        response = await handler(request)
+    windowed: Crossing | None = None
     if streamed:
         response, windowed = response
         if response is None:  # a window tripped, was sent back or escalated: the model stopped
-            if windowed.feedback is not None:
-                return Turn(stored, None, feedback=guard_feedback(windowed.feedback))
-            if windowed.tripwire is not None:
-                return Turn([], None, tripwire=windowed.tripwire)
-            assert windowed.held is not None
-            trip = Tripwire(guard=windowed.held[0], boundary="output", agent_path=handle.agent_path, reason=windowed.held[1])
-            await tripped(trip, config, handle, emit)
-            return Turn([], None, tripwire=trip)
-    if "output" not in guarded_at(spec) or not isinstance(response, AIMessage) or response.invalid_tool_calls:
-        return Turn(stored, response)
+            await _stopped(windowed, request)
+            return None
+    if "output" not in at or not isinstance(response, AIMessage) or response.invalid_tool_calls:
+        return response  # type: ignore[no-any-return]
     view = final_answer_view(response)
     if response.tool_calls and view is None:
-        return Turn(stored, response)
+        return response
     answer = await check_output(spec, view or response, history, handle, config, emit, windowed=windowed)
-    message = from_view(response, answer.message) if view is not None and answer.message is not None else answer.message
-    return Turn(stored, message, answer.feedback, answer.tripwire, answer.held)
+    if answer.tripwire is not None:
+        raise TripwireError(answer.tripwire)
+    if answer.message is None:
+        assert answer.feedback is not None
+        request.added.append(answer.feedback)
+        return None
+    message = from_view(response, answer.message) if view is not None else answer.message
+    return mark_held(message, "output", answer.held) if answer.held is not None else message
+
+
+async def _through_windows(spec: AgentSpec, send: bool, chunks: Any, request: ModelRequest) -> Any:
+    return await stream_answer(spec, chunks, request.config, request.handle, request.emit, send=send)
+
+
+async def _stopped(windowed: Crossing, request: ModelRequest) -> None:
+    """A streamed answer its windows stopped: sent back (None), or a trip; an escalation
+    inside a stream has nothing whole to show a person, so it trips too."""
+    if windowed.feedback is not None:
+        request.added.append(guard_feedback(windowed.feedback))
+        return None
+    trip = windowed.tripwire
+    if trip is None:
+        assert windowed.held is not None
+        handle = request.handle
+        trip = Tripwire(guard=windowed.held[0], boundary="output", agent_path=handle.agent_path, reason=windowed.held[1])
+        await tripped(trip, request.config, handle, request.emit)
+    raise TripwireError(trip)
+
+
+def checked_text(spec: AgentSpec, message: AIMessage) -> str:
+    """The text of a checked answer that its agent streams itself once checked (a leaf's
+    loop: its node's messages never reach the parent's stream); empty when the
+    streaming guards already sent it window by window."""
+    if "output" not in guarded_at(spec):
+        return ""
+    sent = streams_output(spec) and all(g.mode == "streaming" for g in guards_at(guards_of(spec), "output"))
+    return "" if sent and not message.tool_calls else text_of(message)
 
 
 M = TypeVar("M", bound=BaseMessage)
@@ -318,50 +343,3 @@ async def settle_held(
         return tripwire_end(state, messages, trip, handle, consumed)
     update = {**end_update(state, finish_reason_of(response), [response]), "guard_held": None, **consumed}
     return Command(update=update, goto=after_answer(opts))
-
-
-async def leaf_answer(
-    spec: AgentSpec,
-    response: AIMessage | None,
-    windowed: Crossing | None,
-    history: list[BaseMessage],
-    handle: RunHandle,
-    config: RunnableConfig,
-    emit: Emitter,
-) -> AIMessage | None:
-    """A leaf subagent's model turn through its output guards (nodes/turn/leaf.py): the
-    message to store, or None when it was sent back (the feedback is in `history`). Its
-    tokens were not streamed: what streams is the checked text, once (the windows already
-    went out as they were checked). A trip fails the delegation; an escalation comes back
-    marked (`mark_held`) for the loop to put to a person."""
-    sent = windowed is not None and all(g.mode == "streaming" for g in guards_at(guards_of(spec), "output"))
-    view = final_answer_view(response) if response is not None else None
-    if response is not None and view is not None:
-        answer = await check_output(spec, view, history, handle, config, emit, windowed=windowed)
-        if answer.message is not None:
-            answer = Answer(from_view(response, answer.message), answer.feedback, answer.tripwire, answer.held)
-    elif response is not None and (response.tool_calls or response.invalid_tool_calls):
-        answer = Answer(response)
-    elif response is not None:
-        answer = await check_output(spec, response, history, handle, config, emit, windowed=windowed)
-    elif windowed is not None and windowed.feedback is not None:
-        answer = Answer(None, feedback=guard_feedback(windowed.feedback))
-    else:
-        assert windowed is not None
-        answer = Answer(None, tripwire=windowed.tripwire, held=windowed.held)
-    if answer.feedback is not None:
-        history.append(answer.feedback)
-        return None
-    if answer.message is not None and answer.held is not None:  # a person decides first (nodes/turn/leaf.py)
-        return mark_held(answer.message, "output", answer.held)
-    if answer.message is None or answer.held is not None:
-        trip = answer.tripwire
-        if trip is None:
-            assert answer.held is not None  # held inside a stream: nothing whole to show a person
-            trip = Tripwire(guard=answer.held[0], boundary="output", agent_path=handle.agent_path, reason=answer.held[1])
-            await tripped(trip, config, handle, emit)
-        raise TripwireError(trip)
-    text = text_of(answer.message)
-    if text and not (sent and not answer.message.tool_calls):
-        emit("text-delta", {"text": text, "message_id": answer.message.id})
-    return answer.message

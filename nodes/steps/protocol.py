@@ -55,6 +55,20 @@ class ModelRequest:
     notes: dict[str, Any] = field(default_factory=dict)
     # the shape the answer must take this run (LangChain's `response_format`), if any
     response_format: Any = None
+    # the agent's compiled spec, and the turn's number in its run (1: the first call)
+    spec: Any = None
+    iteration: int = 0
+    # how the model answers: `quiet`, its tokens do not stream to the caller (a step checks
+    # the answer first); `stream`, a step reads the answer as it streams (the streaming
+    # output guards): `stream(chunks, request)` is then what the call returns
+    quiet: bool = False
+    stream: Callable[[Any, ModelRequest], Awaitable[Any]] | None = None
+    # shared by every copy: every answer the model gave for this call, as it gave it (a
+    # step may change or drop one), and the messages steps add to the conversation with
+    # it (a redacted input, which replaces its original; when the call keeps no answer,
+    # the feedback the model answers next)
+    answers: list[Any] = field(default_factory=list)
+    added: list[BaseMessage] = field(default_factory=list)
 
     def override(self, **changes: Any) -> ModelRequest:
         """A copy with `changes` (LangChain's `ModelRequest.override`)."""

@@ -1,5 +1,5 @@
-"""Model calls whose answers never reach the thread (SPEC §25, §30), and the `step-finish`
-payload every model call ends with.
+"""Usage accounting (SPEC §25, §30): model calls whose answers never reach the thread,
+as a step (`UsageLedger`), and the `step-finish` payload every model call ends with.
 
 A guard may keep an answer out of the thread: a parallel input guard that trips after
 the model has answered, an output guard that trips or sends the answer back. The run's
@@ -10,7 +10,7 @@ counted here instead, in memory with the guards' own model calls (`RunHandle.gua
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -19,10 +19,11 @@ from supervisor_graph.nodes.guards.core import TripwireError
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle
 from supervisor_graph.nodes.steps.budget import count_dropped
+from supervisor_graph.nodes.steps.protocol import ModelHandler, ModelRequest, Step
 from supervisor_graph.nodes.text import reasoning_artifacts
 from supervisor_graph.nodes.turn.routing import finish_reason_of
 
-__all__ = ["dropped", "step_finish", "unless_dropped"]
+__all__ = ["UsageLedger", "dropped", "step_finish"]
 
 
 def step_finish(response: AIMessage, iteration: int) -> dict[str, Any]:
@@ -50,14 +51,19 @@ def dropped(handle: RunHandle, emit: Emitter, answers: Sequence[Any], iteration:
             emit("step-finish", {**step_finish(answer, iteration), "reasoning_artifacts": []})
 
 
-async def unless_dropped(checked: Awaitable[Any], answer: Any, handle: RunHandle, emit: Emitter, iteration: int) -> Any:
-    """`checked` (a leaf's guarded answer) awaited; the model's `answer` is `dropped` when
-    the guards sent it back (None) or tripped."""
-    try:
-        response = await checked
-    except TripwireError:
-        dropped(handle, emit, [answer], iteration)
-        raise
-    if response is None:
-        dropped(handle, emit, [answer], iteration)
-    return response
+class UsageLedger(Step):
+    """Counts the model calls of a turn whose answers the steps inside it kept out of the
+    thread (the guards': a trip, a retry), as `dropped`. The compiler puts it right
+    outside the guards' step of an agent with guards; nothing else drops an answer."""
+
+    name = "usage"
+
+    async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
+        try:
+            out = await handler(request)
+        except TripwireError:
+            dropped(request.handle, request.emit, request.answers, request.iteration)
+            raise
+        if out is None:  # sent back: the model answers again
+            dropped(request.handle, request.emit, request.answers, request.iteration)
+        return out

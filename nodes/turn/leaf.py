@@ -52,21 +52,14 @@ from supervisor_graph.checkpointers.compat import has_checkpointer, is_resuming
 from supervisor_graph.checkpointers.first_write import write_delegation_thread
 from supervisor_graph.nodes.delegation.result import DelegationRecord
 from supervisor_graph.nodes.delegation.transcript import record_answer, record_transcript
-from supervisor_graph.nodes.guards.answers import (
-    HELD_MARK,
-    leaf_answer,
-    mark_held,
-    streams_output,
-    unmark,
-)
+from supervisor_graph.nodes.guards.answers import HELD_MARK, checked_text, mark_held, unmark
 from supervisor_graph.nodes.guards.boundaries import hold_for_person
-from supervisor_graph.nodes.guards.core import TripwireError, guarded_at, guards_at, guards_of
+from supervisor_graph.nodes.guards.core import TripwireError, guarded_at
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.scope.context import RUN_IDENTITY_KEYS, check_json, using_request_context
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.steps.budget import exceeded_result
-from supervisor_graph.nodes.steps.usage import unless_dropped
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, dispatch, finish_reason_of, unanswered
 from supervisor_graph.nodes.turn.tools import ToolRun, needs_approval, run_tool_call
@@ -274,42 +267,29 @@ class _Loop:
         return self.turn.limit()
 
     async def _answer(self) -> AIMessage | None:
-        """The model's answer through the output guards (SPEC §30); None when a guard
-        sent it back or holds it for a person."""
-        handle, spec, turn = self.handle, self.spec, self.turn
+        """The model's answer through the turn's steps (the output guards among them,
+        SPEC §30); None when a guard sent it back or holds it for a person."""
+        spec, turn = self.spec, self.turn
         if turn.model is None:
             await turn.resolve()
         self.emit("step-start", {"iteration": turn.iteration + 1})
-        guarded = "output" in guarded_at(spec)  # its answer streams only once checked
-        windowed: Any = None
-        response: Any = self.pending
+        response = self.pending
         if response is not None:  # an answer a person let through: not asked again
-            guarded, self.pending = False, None
+            self.pending = None
             if text_of(response):
                 self.emit("text-delta", {"text": text_of(response), "message_id": response.id})
-        else:
-            response, windowed = await self._call(guarded)
-        if guarded:
-            checked = leaf_answer(spec, response, windowed, self.history, handle, self.config, self.emit)
-            response = await unless_dropped(checked, response, handle, self.emit, turn.iteration + 1)
-            if response is None:
-                return None  # sent back: the model answers again
-            if HELD_MARK in response.additional_kwargs:
-                self.history.append(response)  # a person decides first (`_settle_held`)
-                return None
+            return response
+        # retried here by the agent's policy: a retry of the node would run the whole loop again
+        response = await turn.call(self.history, self.journal.kept, self.model_config, policy=spec.retry_policy)
+        if response is None:
+            self.history.extend(turn.added)  # sent back: the model answers again
+            return None
+        if HELD_MARK in response.additional_kwargs:
+            self.history.append(response)  # a person decides first (`_settle_held`)
+            return None
+        if text := checked_text(spec, response):  # its node's messages never reach the parent's stream
+            self.emit("text-delta", {"text": text, "message_id": response.id})
         return response
-
-    async def _call(self, guarded: bool) -> tuple[Any, Any]:
-        """The turn's model call: (answer, what the streaming output guards decided, if
-        it streamed through them). Retried here by the agent's policy: a retry of the
-        node would run the whole loop again."""
-        streamed = guarded and streams_output(self.spec)
-        send = streamed and all(g.mode == "streaming" for g in guards_at(guards_of(self.spec), "output"))
-        response = await self.turn.call(
-            self.history, self.journal.kept, self.model_config,
-            quiet_answer=guarded, streamed=streamed, send=send, policy=self.spec.retry_policy,
-        )  # fmt: skip
-        return response if streamed else (response, None)
 
     async def _settle(self, response: Any) -> str | None:
         """The answer made safe, counted, validated (SPEC §28) and announced; the finish

@@ -15,13 +15,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite, Send
 
 from supervisor_graph.nodes.background.control import background_of
-from supervisor_graph.nodes.guards.answers import (
-    guarded_turn,
-    settle_held,
-    tool_trip,
-    tripwire_end,
-)
-from supervisor_graph.nodes.guards.core import guarded_at
+from supervisor_graph.nodes.guards.answers import HELD_MARK, settle_held, tool_trip, tripwire_end, unmark
+from supervisor_graph.nodes.guards.core import TripwireError, guarded_at
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunOptions
 from supervisor_graph.nodes.scope.lookup import run_scope, with_version
@@ -142,31 +137,25 @@ class _Step:
         return settled
 
     async def _answer(self) -> Command[Any]:
-        """The model's answer through the guards (SPEC §30), then `_settle`."""
-        spec, handle, turn = self.spec, self.handle, self.turn
-        emit = turn.emit
-        emit("step-start", {"iteration": turn.iteration + 1})
+        """The model's answer through the turn's steps (the guards among them, SPEC §30),
+        then `_settle`; a trip ends the run, an answer sent back or held for a person
+        comes back to this node."""
+        spec, turn = self.spec, self.turn
+        turn.emit("step-start", {"iteration": turn.iteration + 1})
         await turn.resolve(self.opts.delegation.enable_result_references or bool(spec.preview_tokens))  # a preview names its ref
         history = [*self.messages, *self.pending] if self.pending else self.messages
-        if not guarded_at(spec):
-            return await self._settle(await self._invoke(history), [])
-        guarded = await guarded_turn(spec, self._invoke, list(history), handle, self.config, emit)
-        if guarded.tripwire is not None or guarded.response is None:
-            dropped(handle, emit, turn.answers, turn.iteration + 1)  # a parallel input guard may trip after the answer
-        if guarded.tripwire is not None:
-            return tripwire_end(self.state, self.messages, guarded.tripwire, handle, self.consumed)
-        if guarded.response is None:  # sent back: the model answers again, its answer unstored
-            update = {"messages": [*guarded.stored, *self.pending, guarded.feedback], **self.consumed}
+        try:
+            response = await turn.call(history, self.state, self.config)
+        except TripwireError as exc:
+            return tripwire_end(self.state, self.messages, exc.tripwire, self.handle, self.consumed)
+        added = turn.added
+        if response is None:  # sent back: the model answers again, its answer unstored
+            return Command(update={"messages": [*self.pending, *added], **self.consumed}, goto=SUPERVISOR_NODE)
+        if (held := response.additional_kwargs.get(HELD_MARK)) is not None:  # held out of the thread until a person decides
+            kept = {"message": unmark(response), "guard": [held["guard"], held["reason"]], "stored": added}
+            update = {"guard_held": kept, "messages": [*added, *self.pending], **self.consumed}
             return Command(update=update, goto=SUPERVISOR_NODE)
-        if guarded.held is not None:  # escalated: held out of the thread until a person decides
-            held = {"message": guarded.response, "guard": list(guarded.held), "stored": guarded.stored}
-            update = {"guard_held": held, "messages": [*guarded.stored, *self.pending], **self.consumed}
-            return Command(update=update, goto=SUPERVISOR_NODE)
-        return await self._settle(guarded.response, guarded.stored)
-
-    async def _invoke(self, history: Sequence[BaseMessage], streamed: bool = False, send: bool = False) -> Any:
-        quiet_answer = bool(guarded_at(self.spec))  # a guard checks the answer before anybody sees it
-        return await self.turn.call(history, self.state, self.config, quiet_answer=quiet_answer, streamed=streamed, send=send)
+        return await self._settle(response, added)
 
     async def _settle(self, response: Any, guarded: list[BaseMessage]) -> Command[Any]:
         """What the model answered, made safe, the calls of the steps' own tools answered

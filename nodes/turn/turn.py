@@ -11,7 +11,7 @@ output schema and settle the calls of the steps' own tools (`settle`) and announ
 The model call is built from the turn's `ModelRequest`: the agent's steps wrap it
 (`nodes/steps/protocol.py`), then the model sees the system prompt, the read-only
 context and the conversation (`model_input`) and answers whole, or streams through the
-streaming output guards. A provider's error becomes `ModelCallError`, whose text keeps
+step that reads it as it streams (the streaming output guards). A provider's error becomes `ModelCallError`, whose text keeps
 the provider's words out of the checkpoint.
 """
 
@@ -33,7 +33,7 @@ from langgraph.types import RetryPolicy
 
 from supervisor_graph.nodes.errors import ModelCallError
 from supervisor_graph.nodes.guards.core import GuardError
-from supervisor_graph.nodes.guards.stream import quiet, stream_answer
+from supervisor_graph.nodes.guards.stream import quiet
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.spec import AgentSpec
@@ -65,8 +65,7 @@ class Turn:
     """What a turn of `spec` knows and does, whoever routes it: the supervisor node
     (one turn per node run, routed by `Command`) or a leaf's loop (turns in one node,
     its tools run in place). `wrote` collects the state keys the agent's steps write
-    (stored with the node's update, or in a leaf's delegation thread); `answers`, every
-    answer the model gave, which a guard may keep out of the thread."""
+    (stored with the node's update, or in a leaf's delegation thread)."""
 
     def __init__(
         self,
@@ -83,7 +82,6 @@ class Turn:
         self.request: ModelRequest | None = None  # the last model call's, for `settle`
         self.schema: Any = opts.output_schema or declared_schema(spec)  # the run's, else the agent's (SPEC §28)
         self.wrote: dict[str, Any] = {} if wrote is None else wrote
-        self.answers: list[Any] = []
         self.model: Any = None
         self.system = ""
         self.iteration = 0
@@ -108,26 +106,21 @@ class Turn:
         return self.steps.stop_reason(self.handle)
 
     async def call(
-        self,
-        history: Sequence[BaseMessage],
-        state: Any,
-        config: RunnableConfig,
-        *,
-        quiet_answer: bool = False,
-        streamed: bool = False,
-        send: bool = False,
-        policy: RetryPolicy | None = None,
-    ) -> Any:
-        """The model's answer to `history`, the run's steps around the call (see `call_model`)."""
+        self, history: Sequence[BaseMessage], state: Any, config: RunnableConfig, policy: RetryPolicy | None = None
+    ) -> AIMessage | None:
+        """The model's answer to `history`, the run's steps around the call (see
+        `call_model`): None when a step kept it out of the thread and the model answers
+        again (`added` then holds what it answers next)."""
         self.request = request = self._request(history, state, config)
         try:
-            out = await call_model(
-                self.spec, request, self.steps, quiet_answer=quiet_answer, streamed=streamed, send=send, policy=policy
-            )
+            return await call_model(self.spec, request, self.steps, policy=policy)  # type: ignore[no-any-return]
         finally:
             self.wrote.update(request.updates)
-        self.answers.append(out[0] if streamed else out)
-        return out
+
+    @property
+    def added(self) -> list[BaseMessage]:
+        """What the steps added to the conversation with the last call (`ModelRequest.added`)."""
+        return self.request.added if self.request is not None else []
 
     def take(self, response: Any) -> tuple[AIMessage, list[ToolMessage]]:
         """The answer's tool calls made safe to run, and error results for the calls that
@@ -149,39 +142,32 @@ class Turn:
         handle = self.handle
         return ModelRequest(
             self.model, self.system, history, handle.context_messages, state, config, handle, self.emit,
-            runtime=self.runtime, response_format=shape,
+            runtime=self.runtime, response_format=shape, spec=self.spec, iteration=self.iteration + 1,
         )  # fmt: skip
 
 
-async def call_model(
-    spec: AgentSpec,
-    request: ModelRequest,
-    steps: Steps,
-    *,
-    quiet_answer: bool = False,
-    streamed: bool = False,
-    send: bool = False,
-    policy: RetryPolicy | None = None,
-) -> Any:
-    """The agent's answer to `request`, its steps around the call. Whole (`quiet_answer`:
-    its tokens not streamed to the caller, for a guard to check first; `policy`: retried
-    in place, for a leaf's loop, whose node a retry would run again from its start), or
-    `streamed` through the streaming output guards (`send`: what they let through goes
-    to the caller as it is decided), then `(message or None, what they decided)`."""
+async def call_model(spec: AgentSpec, request: ModelRequest, steps: Steps, *, policy: RetryPolicy | None = None) -> Any:
+    """The agent's answer to `request`, its steps around the call: whole (`policy`:
+    retried in place, for a leaf's loop, whose node a retry would run again from its
+    start; `request.quiet`: its tokens not streamed to the caller), or streamed through
+    the step that reads it as it streams (`request.stream`)."""
 
     async def answer(request: ModelRequest) -> Any:
         prompt = model_input(request.system, request.context, request.messages)
         try:
-            if streamed:
-                chunks = request.model.astream(prompt, quiet(request.config))
-                return await stream_answer(spec, chunks, request.config, request.handle, request.emit, send=send)
-            config = quiet(request.config) if quiet_answer else request.config
-            return await _whole(request.model, prompt, config, policy)
+            if request.stream is not None:
+                out = await request.stream(request.model.astream(prompt, quiet(request.config)), request)
+                request.answers.append(out[0])
+                return out
+            config = quiet(request.config) if request.quiet else request.config
+            response = await _whole(request.model, prompt, config, policy)
         except (GraphBubbleUp, GuardError):
             raise
         except Exception as exc:  # noqa: BLE001 - provider text must not reach the checkpoint
             log.debug("model call of %r failed", spec.agent_id, exc_info=exc)
             raise ModelCallError(spec.agent_id, exc) from exc
+        request.answers.append(response)
+        return response
 
     return await steps.call_model(request, answer)
 

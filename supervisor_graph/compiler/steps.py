@@ -20,6 +20,7 @@ from supervisor_graph.nodes.steps.budget import AgentBudget, Budget
 from supervisor_graph.nodes.steps.compaction import Compaction, Compactor
 from supervisor_graph.nodes.steps.protocol import Step, Steps
 from supervisor_graph.nodes.steps.structured_output import OutputSchema, StructuredOutput
+from supervisor_graph.nodes.steps.usage import UsageLedger
 from supervisor_graph.nodes.steps.working_memory import WorkingMemory, WorkingMemoryStep
 
 __all__ = ["steps_of"]
@@ -50,6 +51,6 @@ def steps_of(
         steps.append(AgentBudget(budget))
     if output_schema is not None:
         steps.append(StructuredOutput(output_schema))
-    if guards:
-        steps.append(GuardedTurn(guards))
+    if guards:  # innermost but for a run's own steps; the ledger counts what they drop
+        steps.extend((UsageLedger(), GuardedTurn(guards)))
     return Steps.of(steps)
