@@ -5,6 +5,10 @@ compiled graph serves every call. `RunContext` is the graph's `context_schema`; 
 public fields are JSON-schema-able and all optional (LangGraph Platform builds it from
 `configurable` keys), while the validated `RunOptions` of a `generate()` call and the
 in-memory `RunHandle` ride along as private attributes.
+
+The options a capability brings (a budget, an output schema, the task-completion gate)
+are validated by that capability: its module registers a parser with
+`capability_option` when it is imported, so this module imports no capability (SPEC §32).
 """
 
 from __future__ import annotations
@@ -15,25 +19,57 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 from supervisor_graph.checkpointers.naming import NS_JOIN
-from supervisor_graph.nodes.gates.scoring import TaskCompleteOptions
 from supervisor_graph.nodes.scope.context import AbortSignal, RequestContext
 from supervisor_graph.nodes.scope.versions import AgentOverride, VersionSelection
-from supervisor_graph.nodes.steps.budget import Budget, BudgetScope
-from supervisor_graph.nodes.steps.structured_output import OutputSchema, output_schema_of
 
 __all__ = [
+    "CAPABILITY_OPTIONS",
     "DelegationOptions",
     "MemoryOptions",
     "RunContext",
     "RunHandle",
     "RunOptions",
+    "capability_option",
     "merge_options",
+    "parse_option",
 ]
 
 _STRICT = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+# The per-call options a capability brings, each with the module that registers its
+# parser: named in the error when that module was never imported.
+CAPABILITY_OPTIONS: dict[str, str] = {
+    "budget": "supervisor_graph.nodes.steps.budget",
+    "output_schema": "supervisor_graph.nodes.steps.structured_output",
+    "is_task_complete": "supervisor_graph.nodes.gates.scoring",
+}
+_PARSERS: dict[str, Callable[[Any, str], Any]] = {}
+
+
+def capability_option(name: str, parse: Callable[[Any, str], Any]) -> None:
+    """Validate the per-call option `name` with `parse(value, where)`: the value a node
+    acts on, or a `ValueError` (a pydantic `ValidationError` too) naming `where`. Called by
+    the capability's module when it is imported; None never reaches `parse`."""
+    if name not in CAPABILITY_OPTIONS:
+        raise ValueError(f"{name!r} is not a capability's option of RunOptions ({', '.join(CAPABILITY_OPTIONS)})")
+    _PARSERS[name] = parse
+
+
+def parse_option(name: str, value: Any, where: str | None = None) -> Any:
+    """`value` of the capability option `name` validated by its capability (None: None)."""
+    if value is None:
+        return None
+    parse = _PARSERS.get(name)
+    if parse is None:
+        # not bad input but a missing import: raised as is, never as the caller's error
+        raise RuntimeError(
+            f"the {name!r} option has no parser: import {CAPABILITY_OPTIONS.get(name, 'its capability module')} "
+            "before validating options (`import supervisor_graph` does)"
+        )
+    return parse(value, where or name)
 
 
 class DelegationOptions(BaseModel):
@@ -80,7 +116,9 @@ class RunOptions(BaseModel):
     max_steps: int = Field(default=5, ge=1, strict=True)
     delegation: DelegationOptions = Field(default_factory=DelegationOptions)
     on_iteration_complete: Callable[..., Any] | None = None
-    is_task_complete: Any = None  # a TaskCompleteOptions once validated (`_task_complete`)
+    is_task_complete: Any = None
+    """The task-completion gate (SPEC §11): a `TaskCompleteOptions` once validated by
+    nodes/gates/scoring.py."""
     request_context: RequestContext | None = None
     abort_signal: AbortSignal | asyncio.Event | None = None
     memory: MemoryOptions | None = None
@@ -94,18 +132,21 @@ class RunOptions(BaseModel):
     """A new message while a run holds the thread (SPEC §29, double texting): refused
     (`ThreadBusyError`), queued behind it, or run once it has stopped with its finished
     steps kept (`interrupt`) or discarded (`rollback`); see `supervisor_graph/run/busy.py`."""
-    budget: Budget | None = None
-    """Limits for the whole call, every delegation included (SPEC §25; nodes/steps/budget.py)."""
-    output_schema: OutputSchema | None = None
+    budget: Any = None
+    """Limits for the whole call, every delegation included (SPEC §25): a `Budget` once
+    validated by nodes/steps/budget.py."""
+    output_schema: Any = None
     """The shape of the answer (SPEC §28): a pydantic model, a TypedDict or a JSON-schema
-    dict; it wins over `Agent(output_schema=...)` and applies to this agent only."""
+    dict; it wins over `Agent(output_schema=...)` and applies to this agent only. An
+    `OutputSchema` once validated by nodes/steps/structured_output.py."""
     output_retries: int = Field(default=1, ge=0, strict=True)
     """How many times an answer that does not validate is sent back to the model."""
 
-    @field_validator("output_schema", mode="before")
+    @field_validator(*CAPABILITY_OPTIONS, mode="before")
     @classmethod
-    def _output_schema(cls, value: Any) -> Any:
-        return output_schema_of(value)
+    def _capability(cls, value: Any, info: ValidationInfo) -> Any:
+        assert info.field_name is not None
+        return parse_option(info.field_name, value)
 
     @field_validator("request_context", mode="before")
     @classmethod
@@ -113,13 +154,6 @@ class RunOptions(BaseModel):
         if isinstance(value, Mapping):
             return RequestContext(value)
         return value
-
-    @field_validator("is_task_complete", mode="before")
-    @classmethod
-    def _task_complete(cls, value: Any) -> Any:
-        if value is None:
-            return None
-        return TaskCompleteOptions.model_validate(value) if not isinstance(value, TaskCompleteOptions) else value
 
     @field_validator("memory", mode="before")
     @classmethod
@@ -178,8 +212,9 @@ class RunHandle:
     override: AgentOverride | None = None
     # Hosts background delegations (SPEC §12); None: they run inline.
     background: Any = None
-    # The budgets this agent's run is under and their counters (SPEC §25); None: no budget.
-    budget: BudgetScope | None = None
+    # The budgets this agent's run is under and their counters (SPEC §25): a `BudgetScope`
+    # of nodes/steps/budget.py; None: no budget.
+    budget: Any = None
     # `modified_output_schema` of this run's delegations by tool call id (the declared
     # type; the checkpointed Send has its JSON schema)
     output_schemas: dict[str, Any] = field(default_factory=dict)
@@ -215,7 +250,7 @@ class RunContext(BaseModel):
         description='Stored agent versions to run instead of code definitions, e.g. {"agents": {"research-agent": '
         '{"status": "published"}}, "default_status": "published"}; read from the run\'s store.',
     )
-    budget: Budget | None = Field(
+    budget: dict[str, Any] | None = Field(
         default=None,
         description='Limits for the whole run, every delegation included: {"tokens": int, "seconds": float, '
         '"tool_calls": int}; at 100% an agent stops before its next model call (finish reason "budget").',
@@ -225,6 +260,13 @@ class RunContext(BaseModel):
         description="A JSON schema for the top agent's final answer: the run's output state then has the validated "
         "object under structured_response.",
     )
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget(cls, value: Any) -> Any:
+        # checked on arrival, as the options are; kept as JSON, parsed again by `effective`
+        parsed = parse_option("budget", value)
+        return parsed.model_dump(exclude_none=True) if isinstance(value, BaseModel) else value
 
     _options: RunOptions | None = PrivateAttr(default=None)
     _handle: RunHandle | None = PrivateAttr(default=None)
@@ -269,7 +311,7 @@ class RunContext(BaseModel):
         if self.versions is not None and self._options is None:
             update["versions"] = self.versions
         if self.budget is not None and self._options is None:
-            update["budget"] = self.budget
+            update["budget"] = parse_option("budget", self.budget)
         if self.output_schema is not None:
-            update["output_schema"] = output_schema_of(self.output_schema, "context output_schema")
+            update["output_schema"] = parse_option("output_schema", self.output_schema, "context output_schema")
         return opts.model_copy(update=update)

@@ -55,11 +55,19 @@ from supervisor_graph.nodes.delegation.control import (
     DelegationStartContext,
     DelegationStartResult,
 )
+
+# Imported for what they register: the capabilities whose per-call options `RunOptions`
+# validates register their parsers on import (`capability_option`; nodes/options.py
+# imports no capability, SPEC §32). Importing any module of this package (nodes.options
+# too) runs this file first, so no option is validated before them, whatever else is imported here.
+from supervisor_graph.nodes.gates import scoring as _scoring  # noqa: F401
 from supervisor_graph.nodes.gates.iteration import IterationContext, IterationResult
 from supervisor_graph.nodes.options import DelegationOptions, MemoryOptions, RunContext, RunOptions
 from supervisor_graph.nodes.scope.context import AbortController, AbortSignal, RequestContext
 from supervisor_graph.nodes.scope.versions import VERSIONS_KEY, VersionSelection
 from supervisor_graph.nodes.state import SupervisorState
+from supervisor_graph.nodes.steps import budget as _budget  # noqa: F401
+from supervisor_graph.nodes.steps import structured_output as _structured_output  # noqa: F401
 from supervisor_graph.nodes.steps.budget import Budget
 from supervisor_graph.nodes.steps.structured_output import StructuredOutputError
 from supervisor_graph.nodes.steps.working_memory import WorkingMemory, WorkingMemoryError

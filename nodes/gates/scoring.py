@@ -1,8 +1,8 @@
 """The task-completion gate's contracts (SPEC §11): the `is_task_complete` option, what a
 scorer receives and returns, and what `on_complete` gets.
 
-They live apart from the gate's node so that `RunOptions` can validate
-`is_task_complete` without importing the node and everything a node needs.
+They live apart from the gate's node so that the option's validation, registered here
+with `capability_option`, imports neither the node nor everything a node needs.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field
 
+from supervisor_graph.nodes.options import capability_option
 from supervisor_graph.nodes.scope.context import RequestContext
 
 __all__ = [
@@ -91,3 +92,10 @@ class TaskCompleteOptions(BaseModel):
                     f"is_task_complete.scorers: {scorer!r} is not a scorer; build one with "
                     "create_scorer(...).generate_score(fn) or create_rubric_scorer(...)"
                 )
+
+
+def _task_complete(value: Any, _where: str) -> TaskCompleteOptions:
+    return value if isinstance(value, TaskCompleteOptions) else TaskCompleteOptions.model_validate(value)
+
+
+capability_option("is_task_complete", _task_complete)

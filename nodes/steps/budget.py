@@ -52,6 +52,7 @@ from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from supervisor_graph.nodes.delegation.result import DelegationRecord
+from supervisor_graph.nodes.options import capability_option
 from supervisor_graph.nodes.state import UsageCounts, add_usage, zero_usage
 from supervisor_graph.nodes.steps.protocol import ModelHandler, ModelRequest, Step, ToolHandler, ToolRequest
 
@@ -105,6 +106,10 @@ class Budget(BaseModel):
     @property
     def limited(self) -> bool:
         return self.tokens is not None or self.seconds is not None or self.tool_calls is not None
+
+
+# `budget=` of a call (a `Budget` or its dict) and of a graph run's context
+capability_option("budget", lambda value, _where: Budget.model_validate(value))
 
 
 @dataclass(slots=True, eq=False)

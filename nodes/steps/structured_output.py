@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from supervisor_graph.nodes.options import capability_option
 from supervisor_graph.nodes.state import FEEDBACK_MARK, run_start
 from supervisor_graph.nodes.steps.output_schema import (
     FINAL_ANSWER_TOOL,
@@ -58,6 +59,10 @@ __all__ = [
 ]
 
 log = logging.getLogger("supervisor_graph")
+
+# `output_schema=` of a call and of a graph run's context, in any of the schema's forms
+capability_option("output_schema", output_schema_of)
+
 
 def retries_used(messages: Sequence[BaseMessage], start: int) -> int:
     """How many invalid answers this run (messages from `start`) has sent back."""
