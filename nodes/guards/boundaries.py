@@ -9,8 +9,8 @@ super-step, no routing, no checkpoint write.
   `interrupt()` shaped like an approval, kind "guard", that `approve_tool_call` /
   `decline_tool_call` answer); each verdict becomes an OpenTelemetry span, a custom event
   in `astream_events` and a `guard` chunk, a trip also a `tripwire` chunk.
-- `guard_tool_args` / `guard_tool_result`: around one tool call (the tools node and the
-  direct loop alike, through `run_tool_call`).
+- `guard_tool_args` / `guard_tool_result`: around one tool call, through the guards' step
+  (nodes/guards/step.py `GuardedTurn.awrap_tool_call`), wherever `run_tool_call` runs it.
 - `guard_delegation` / `guard_result`: the delegation edges' hook nodes.
 - An agent's model turn (input, output) is in nodes/guards/answers.py.
 """

@@ -1,11 +1,20 @@
-"""Decisions on a pending approval (SPEC §29): approve, edit, reject with a reason.
+"""Decisions on a pending approval (SPEC §9, §29): approve, edit, reject with a reason,
+and the step that asks for them.
 
 One typed union (`Approve | Edit | Reject`), parsed and checked here for every driver:
-the approval node (a raw `Command(resume=...)`), the facade's resume (before anything is
-resumed), the AG-UI bridge and, through it, A2A. The answer has one shape everywhere:
+the `Approvals` step (a raw `Command(resume=...)`), the facade's resume (before anything
+is resumed), the AG-UI bridge and, through it, A2A. The answer has one shape everywhere:
 `{"approved": true}`, `{"approved": true, "args": {...}}`, `{"approved": false,
 "message": "..."}`. A tool limits what it takes with `create_tool(require_approval=
 {"allowed_decisions": [...], "description": ...})`; `True` allows all three.
+
+`Approvals` is the capability as a step (`awrap_tool_call`, nodes/steps/protocol.py),
+outermost of a tool call's steps: the call waits for a person before any side effect
+and before the other steps see it (the `tool_args` guard checks the arguments as the
+person approved them); an invalid answer is asked again with a fresh `interrupt()`, so
+it never consumes the pending approval; a rejected call never reaches the tool, and an
+edited one runs with the person's arguments, its result saying so first (`EditNote`).
+The approval is consumed durably in the run's store (nodes/steps/approval_journal.py).
 """
 
 from __future__ import annotations
@@ -16,24 +25,34 @@ from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from supervisor_graph.nodes.steps.approval_journal import INTERRUPTED_TOOL_TEXT, consume_approval
+from supervisor_graph.nodes.steps.protocol import Step, ToolHandler, ToolRequest, as_tool_message
 
 __all__ = [
     "ALL_DECISIONS",
+    "APPROVALS",
+    "EDIT_NOTE",
     "ApprovalPolicy",
+    "Approvals",
     "Approve",
     "Decision",
     "DecisionError",
     "DecisionKind",
     "Edit",
+    "EditNote",
     "Reject",
     "approval_fields",
     "approval_policy",
+    "asks_approval",
     "decision_payload",
     "declined_text",
     "edited_result",
     "input_schema_of",
     "parse_decision",
+    "pause_payload",
 ]
 
 DecisionKind = Literal["approve", "edit", "reject"]
@@ -248,3 +267,90 @@ def edited_result(result: ToolMessage, args: Mapping[str, Any]) -> ToolMessage:
     else:
         content = [{"type": "text", "text": note}, *content]
     return result.model_copy(update={"content": content})
+
+
+# -- the step ------------------------------------------------------------------------------
+
+
+def asks_approval(tool: BaseTool, approve_all: bool) -> bool:
+    """True when a call of `tool` must wait for a decision before it runs (SPEC §9): the
+    tool declares `require_approval`, or the run asks before every tool call."""
+    return approve_all or bool((tool.metadata or {}).get("require_approval"))
+
+
+def pause_payload(kind: str, call: Mapping[str, Any], handle: Any, **extra: Any) -> dict[str, Any]:
+    """What a pause of a tool call reports (an approval, a `suspend()`). `namespace` (in
+    `extra`) is the checkpoint namespace of the graph whose tool pauses: it tells
+    concurrent delegations to one subagent apart."""
+    return {
+        "kind": kind,
+        "tool_call_id": call["id"],
+        "tool_name": call["name"],
+        "args": call["args"],
+        "agent_path": list(handle.agent_path),
+        "run_id": handle.run_id,
+        **extra,
+    }
+
+
+# where `Approvals` tells `EditNote` the arguments a person edited (the request's notes)
+_EDITED = "edited_args"
+
+
+class Approvals(Step):
+    """Decisions on the agent's tool calls: a call that needs one waits for a person
+    (`interrupt()`, asked again while the answer is no valid decision), then its approval
+    is consumed durably before the side effect; a rejection answers without running it.
+
+    The compiler gives it to every agent with tools it runs, first (outermost): approval
+    may be asked for by the run (`require_tool_approval`), which the compiler cannot see,
+    and a per-run step would be appended innermost (`Steps.plus`), inside the guards; a
+    call that needs no decision costs one metadata lookup here."""
+
+    name = "approvals"
+
+    async def awrap_tool_call(self, request: ToolRequest, handler: ToolHandler) -> Any:
+        if not asks_approval(request.tool, request.approve_all):
+            return await handler(request)
+        decision = _decide(request)
+        call = request.tool_call
+        if isinstance(decision, Reject):
+            text = declined_text(decision.message)
+            return ToolMessage(content=text, tool_call_id=call["id"] or "", name=call["name"], status="error")
+        if isinstance(decision, Edit):
+            request = request.override(tool_call={**call, "args": decision.args})
+            request.notes[_EDITED] = decision.args
+        if await consume_approval(request):
+            return ToolMessage(content=INTERRUPTED_TOOL_TEXT, tool_call_id=call["id"] or "", name=call["name"], status="error")
+        return await handler(request)
+
+
+def _decide(request: ToolRequest) -> Decision:
+    """A person's decision on the call, asked again while an answer is none."""
+    tool = request.tool
+    asking = pause_payload("approval", request.tool_call, request.handle, namespace=request.namespace, **approval_fields(tool))
+    while True:
+        value = interrupt(asking)
+        request.answered(1)
+        try:
+            return parse_decision(value, allowed=asking["allowed_decisions"], tool=tool)
+        except DecisionError as exc:  # asked again: the approval stays pending and answerable
+            asking = {**asking, "error": str(exc)}
+
+
+class EditNote(Step):
+    """The result of a call a person edited says so first (`edited_result`). The compiler
+    puts it innermost of the agent's steps, under the guards: the note is part of what
+    the call answered, so the `tool_result` guard checks it like the rest (it holds the
+    person's arguments), and a call a guard refused before it ran gets none."""
+
+    name = "edit_note"
+
+    async def awrap_tool_call(self, request: ToolRequest, handler: ToolHandler) -> Any:
+        output = await handler(request)
+        edited = request.notes.get(_EDITED)
+        return output if edited is None else edited_result(as_tool_message(output, request.tool_call), edited)
+
+
+APPROVALS = Approvals()
+EDIT_NOTE = EditNote()

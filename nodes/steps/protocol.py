@@ -12,9 +12,11 @@ them in `answers` and answers them in `aanswer_calls`, once the answer is accept
 
 The compiler builds an agent's steps once (`AgentSpec.steps`); a run adds the steps of
 what it brings itself (its budgets: `Steps.plus`, cached); the turn
-(`nodes/turn/turn.py`) composes the ones that wrap the model call, outermost
-first. A step that does not override a hook costs nothing there, and an agent with no
-optional capability has no steps at all: its model call is the bare handler.
+(`nodes/turn/turn.py`) composes the ones that wrap the model call, and the tools node
+(`nodes/turn/tools.py`) the ones that wrap a tool call, outermost first. A step that
+does not override a hook costs nothing there; an agent with no optional capability has
+no step around its model call (it is the bare handler), and one without tools has no
+steps at all (an agent with tools has the approvals' step around its tool calls).
 """
 
 from __future__ import annotations
@@ -23,10 +25,21 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-__all__ = ["NO_STEPS", "Answered", "AnswerShape", "ModelHandler", "ModelRequest", "Step", "Steps", "ToolHandler", "ToolRequest"]
+__all__ = [
+    "NO_STEPS",
+    "Answered",
+    "AnswerShape",
+    "ModelHandler",
+    "ModelRequest",
+    "Step",
+    "Steps",
+    "ToolHandler",
+    "ToolRequest",
+    "as_tool_message",
+]
 
 
 @dataclass(slots=True)
@@ -115,22 +128,53 @@ class AnswerShape(Protocol):
 
 @dataclass(slots=True)
 class ToolRequest:
-    """One of the agent's own tool calls as its steps see it, once it may run (approved,
-    its arguments guarded): LangGraph's `ToolCallRequest` fields (`tool_call`, `tool`,
-    `runtime`), and the node's `config` and the run's `handle`. The handler answers
-    with what the tool returned (a `ToolMessage`, or its output)."""
+    """One of the agent's own tool calls as its steps see it: LangGraph's
+    `ToolCallRequest` fields (`tool_call`, `tool`, `runtime`), the node's `config` and
+    the run's `handle`, and what the tools node hands its steps: the agent's `spec`, the
+    `namespace` of the graph that made the call (it keys the call's pauses), the event
+    `emit`ter and `approve_all` (the run asks before every tool call). `notes` is shared
+    by every copy `override` makes: what the steps tell the tools node back (`answers`:
+    the pauses they had answered, `held`: a result held for a person), and the call as a
+    step last handed it on (`ran`). The handler answers with what the tool returned (a
+    `ToolMessage`, or its output)."""
 
     tool_call: Any
     tool: Any
     runtime: Any
     config: RunnableConfig
     handle: Any
+    spec: Any = None
+    namespace: str = ""
+    emit: Any = None
+    approve_all: bool = False
+    notes: dict[str, Any] = field(default_factory=dict)
 
     def override(self, **changes: Any) -> ToolRequest:
+        """A copy with `changes` (LangChain's `ToolCallRequest.override`); a changed
+        `tool_call` is the one the call's result event reports (`ran`)."""
+        if "tool_call" in changes:
+            self.notes["tool_call"] = changes["tool_call"]
         return replace(self, **changes)
+
+    def ran(self) -> Any:
+        """The call as the steps last handed it on (approved, edited, its arguments guarded)."""
+        return self.notes.get("tool_call", self.tool_call)
+
+    def answered(self, count: int) -> None:
+        """Count `count` answers of a person used while this call was decided or ran: a
+        leaf's loop must know whether its task may still pause."""
+        if count:
+            self.notes["answers"] = self.notes.get("answers", 0) + count
 
 
 ToolHandler = Callable[[ToolRequest], Awaitable[Any]]
+
+
+def as_tool_message(output: Any, call: Any) -> ToolMessage:
+    """What a tool call's handler answered, as the result the model sees."""
+    if isinstance(output, ToolMessage):
+        return output
+    return ToolMessage(content=str(output), tool_call_id=call["id"] or "", name=call["name"])
 
 
 class Step:

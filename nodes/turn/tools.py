@@ -4,50 +4,53 @@ Each tool call of a turn is its own `Send` task, so a call that pauses (approval
 `suspend()`) never makes another call of the same turn run twice: LangGraph keeps the
 writes of finished tasks and re-runs only the paused one on resume.
 
-Approval happens *before* any side effect: the node asks with `interrupt()` and runs
-the tool only once the answer is a decision it allows (nodes/steps/decisions.py): approve,
-edit (the tool runs with the edited arguments) or reject (it never runs; the model sees
-the reason). An invalid answer is asked again with a fresh `interrupt()`, so it never
-consumes the pending approval.
+What happens around the tool is the agent's steps' (`awrap_tool_call`,
+nodes/steps/protocol.py), outermost first: the decision on a call that needs one
+(`Approvals`, nodes/steps/decisions.py: asked with `interrupt()` before any side effect,
+consumed durably; approve, edit or reject), the `tool_args` and `tool_result` guards
+(`GuardedTurn`, nodes/guards/step.py), the note on an edited call's result, the budget
+meters. This node builds the call's `ToolRequest`, runs the tool innermost (`_execute`:
+`suspend()` and `current_tool_call()` answer for the call as the steps handed it on, and
+a failing tool is a result the model sees) and announces the result.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
-from langgraph.store.base import BaseStore
 from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from supervisor_graph.nodes.guards.boundaries import guard_tool_args, guard_tool_result, settle_held_result
-from supervisor_graph.nodes.guards.core import guarded_at
+from supervisor_graph.nodes.guards.boundaries import settle_held_result
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunContext, RunHandle
 from supervisor_graph.nodes.scope.context import using_request_context
 from supervisor_graph.nodes.scope.lookup import run_scope
 from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.steps.approval_journal import (
+    INTERRUPTED_TOOL_TEXT,
+    TOOL_RUNS_NAMESPACE,
+    approval_consumed,
+    tool_run_key,
+)
 from supervisor_graph.nodes.steps.decisions import (
     DECLINED_TEXT,
     DecisionError,
-    Edit,
-    Reject,
-    approval_fields,
-    declined_text,
-    edited_result,
+    asks_approval,
     parse_decision,
+    pause_payload,
 )
-from supervisor_graph.nodes.steps.protocol import ToolRequest
+from supervisor_graph.nodes.steps.protocol import ToolRequest, as_tool_message
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, TOOLS_NODE, error_result, last_turn
 from supervisor_graph.nodes.turn.turn import steps_of_run
 
+# with the approval journal's names and the decisions' the modules that import them from here use
 __all__ = [
     "ABORTED_TOOL_TEXT",
     "CANCEL_SUSPENDED",
@@ -70,25 +73,7 @@ __all__ = [
     "tool_run_key",
 ]
 
-INTERRUPTED_TOOL_TEXT = "[Interrupted] outcome unknown: the process stopped while this tool was running"
 ABORTED_TOOL_TEXT = "[Aborted] The run was cancelled before this tool call finished."
-
-# Where the tools node records, in the run's LangGraph store, that an approved call has
-# started: an approval is consumed durably before its side effect (SPEC §19).
-TOOL_RUNS_NAMESPACE = ("supervisor_graph", "tool_runs")
-
-
-def tool_run_key(thread_id: Any, namespace: str, tool_call_id: str) -> str:
-    """The journal key of one call: its thread, the namespace of the graph that made it
-    (a delegation's, or "" for the top-level agent) and its id."""
-    return json.dumps([str(thread_id), namespace, tool_call_id])
-
-
-async def approval_consumed(store: BaseStore | None, thread_id: Any, namespace: str, tool_call_id: str) -> bool:
-    """True when an approved call has already started (a crash may have cut it short)."""
-    if store is None:
-        return False
-    return await store.aget(TOOL_RUNS_NAMESPACE, tool_run_key(thread_id, namespace, tool_call_id)) is not None
 CANCELLED_TEXT = "The user cancelled this tool call while it waited; it did not finish."
 # Resume value that cancels a suspended tool: `suspend()` does not return, the call's
 # result is CANCELLED_TEXT, and the agent's loop ends there (finish reason "bail").
@@ -147,20 +132,6 @@ def current_tool_call() -> ToolCallInfo:
     return current["call"]  # type: ignore[no-any-return]
 
 
-def pause_payload(kind: str, call: ToolCall | Mapping[str, Any], handle: RunHandle, **extra: Any) -> dict[str, Any]:
-    """What a pause reports. `namespace` (in `extra`) is the checkpoint namespace of the
-    graph whose tool pauses: it tells concurrent delegations to one subagent apart."""
-    return {
-        "kind": kind,
-        "tool_call_id": call["id"],
-        "tool_name": call["name"],
-        "args": call["args"],
-        "agent_path": list(handle.agent_path),
-        "run_id": handle.run_id,
-        **extra,
-    }
-
-
 def approval_answer(value: Any) -> bool | str:
     """`True` (approve or edit) / `False` (reject) from a well-formed answer, or a message
     saying what is wrong with it (the full check is `parse_decision`)."""
@@ -214,47 +185,7 @@ class ToolRun(NamedTuple):
 
 def needs_approval(spec: AgentSpec, call: ToolCall | Mapping[str, Any], agent_wide: bool) -> bool:
     """True when `call` must wait for a decision before it runs (SPEC §9)."""
-    return agent_wide or bool((spec.tools[call["name"]].metadata or {}).get("require_approval"))
-
-
-async def _approved(
-    tool: BaseTool, call: ToolCall, config: RunnableConfig, runtime: Runtime[Any] | None, handle: RunHandle, graph_ns: str
-) -> tuple[ToolCall, dict[str, Any] | None, ToolMessage | None, int]:
-    """Ask a person about `call` (`interrupt()`, again while the answer is not a valid
-    decision) and consume the approval durably: (the call as approved, its edited
-    arguments, the result instead of a run when declined or already consumed, answers used)."""
-    call_id = call["id"] or ""
-    request = pause_payload("approval", call, handle, namespace=graph_ns, **approval_fields(tool))
-    answers = 0
-    while True:
-        value = interrupt(request)
-        answers += 1
-        try:
-            decision = parse_decision(value, allowed=request["allowed_decisions"], tool=tool)
-            break
-        except DecisionError as exc:  # asked again: the approval stays pending and answerable
-            request = {**request, "error": str(exc)}
-    edited: dict[str, Any] | None = None
-    if isinstance(decision, Edit):
-        call = {**call, "args": decision.args}  # type: ignore[typeddict-item]
-        edited = decision.args
-    if isinstance(decision, Reject):
-        declined = ToolMessage(content=declined_text(decision.message), tool_call_id=call_id, name=call["name"], status="error")
-        return call, edited, declined, answers
-    if runtime is not None and runtime.store is not None:
-        # consume the approval durably before the side effect: after a crash inside
-        # the tool, the call ends as "outcome unknown" instead of running again
-        thread_id = (config.get("configurable") or {}).get("thread_id")
-        if await approval_consumed(runtime.store, thread_id, graph_ns, call_id):
-            unknown = ToolMessage(content=INTERRUPTED_TOOL_TEXT, tool_call_id=call_id, name=call["name"], status="error")
-            return call, edited, unknown, answers
-        await runtime.store.aput(
-            TOOL_RUNS_NAMESPACE,
-            tool_run_key(thread_id, graph_ns, call_id),
-            {"tool_name": call["name"], "run_id": handle.run_id},
-            index=False,
-        )
-    return call, edited, None, answers
+    return asks_approval(spec.tools[call["name"]], agent_wide)
 
 
 async def run_tool_call(
@@ -267,60 +198,56 @@ async def run_tool_call(
     graph_ns: str,
     emit: Emitter,
 ) -> ToolRun:
-    """Run one of the agent's own tool calls: ask for approval first when it needs one
-    (`interrupt()`), consume the approval durably, run the tool.
+    """Run one of the agent's own tool calls through its steps (`steps_of_run`): the
+    approval first when it needs one, the guards, the tool.
 
     `graph_ns` names the graph whose call this is ("" for the top-level agent, a
     delegation's namespace for a subagent): it keys the approval journal and the pause
     payloads, so it must be the same every time this call is asked or run.
     """
-    tool = spec.tools[call["name"]]
-    call_id = call["id"] or ""
-    result: ToolMessage | None = None
-    bail = False
-    answers = 0
-    edited: dict[str, Any] | None = None
-    if needs_approval(spec, call, agent_wide_approval):
-        call, edited, result, answers = await _approved(tool, call, config, runtime, handle, graph_ns)
-    if result is None and "tool_args" in guarded_at(spec):  # after approval, before it runs (SPEC §30)
-        call, result, asked = await guard_tool_args(spec, call, handle, config, emit, graph_ns)
-        answers += asked
-    if result is None:
-        current: dict[str, Any] = {
-            "call": ToolCallInfo(id=call_id, name=call["name"], args=call["args"]),
-            "payload": pause_payload("suspend", call, handle, namespace=graph_ns),
-            "resume_schema": (tool.metadata or {}).get("resume_schema"),
-        }
-        token = _current_call.set(current)
-        try:
-            output = await steps_of_run(spec, handle).call_tool(ToolRequest(call, tool, runtime, config, handle), _execute)
-        except GraphBubbleUp:
-            raise
-        except _SuspendCancelled:
-            output = ToolMessage(content=CANCELLED_TEXT, tool_call_id=call_id, name=call["name"], status="error")
-            bail = True
-        except ValidationError as exc:
-            output = error_result(call, f"invalid arguments for {call['name']}: {exc.error_count()} error(s): {exc}")
-        except Exception as exc:  # noqa: BLE001 - a failing tool is a tool error the model sees
-            output = error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
-        finally:
-            _current_call.reset(token)
-            answers += current.get("answers", 0)
-        result = output if isinstance(output, ToolMessage) else ToolMessage(content=str(output), tool_call_id=call_id, name=call["name"])
-        if edited is not None:
-            result = edited_result(result, edited)
-        if "tool_result" in guarded_at(spec):  # before the model sees it (SPEC §30)
-            result, held = await guard_tool_result(spec, call, result, handle, config, emit, graph_ns)
-            if held is not None:
-                return ToolRun(result, bail, answers, held)
-    if emit.active:
+    request = ToolRequest(
+        call, spec.tools[call["name"]], runtime, config, handle,
+        spec=spec, namespace=graph_ns, emit=emit, approve_all=agent_wide_approval,
+    )  # fmt: skip
+    output = await steps_of_run(spec, handle).call_tool(request, _execute)
+    ran = request.ran()
+    notes = request.notes
+    run = ToolRun(as_tool_message(output, ran), bool(notes.get("bail")), notes.get("answers", 0), notes.get("held"))
+    if run.held is None and emit.active:  # a held result is no result yet: a person decides first
+        result = run.message
         kind = "tool-error" if result.status == "error" else "tool-result"
-        emit(kind, {"tool_call_id": call["id"], "tool_name": call["name"], "args": call["args"], "result": result.content})
-    return ToolRun(result, bail, answers)
+        emit(kind, {"tool_call_id": ran["id"], "tool_name": ran["name"], "args": ran["args"], "result": result.content})
+    return run
 
 
-async def _execute(request: ToolRequest) -> Any:
-    return await request.tool.ainvoke({**request.tool_call, "type": "tool_call"}, request.config)
+async def _execute(request: ToolRequest) -> ToolMessage:
+    """The tool run, innermost of the call's steps, for the call as they hand it on
+    (`suspend()` pauses and `current_tool_call()` answers for that one). A failing tool
+    is a result the model sees, here, so the steps around it read it as any result
+    (the `tool_result` guard checks it); what a step raises is no tool's failure."""
+    call, tool = request.tool_call, request.tool
+    call_id = call["id"] or ""
+    current: dict[str, Any] = {
+        "call": ToolCallInfo(id=call_id, name=call["name"], args=call["args"]),
+        "payload": pause_payload("suspend", call, request.handle, namespace=request.namespace),
+        "resume_schema": (tool.metadata or {}).get("resume_schema"),
+    }
+    token = _current_call.set(current)
+    try:
+        output = await tool.ainvoke({**call, "type": "tool_call"}, request.config)
+    except GraphBubbleUp:
+        raise
+    except _SuspendCancelled:
+        request.notes["bail"] = True  # the caller cancelled a suspended call: the agent's loop stops there
+        return ToolMessage(content=CANCELLED_TEXT, tool_call_id=call_id, name=call["name"], status="error")
+    except ValidationError as exc:
+        return error_result(call, f"invalid arguments for {call['name']}: {exc.error_count()} error(s): {exc}")
+    except Exception as exc:  # noqa: BLE001 - a failing tool is a tool error the model sees
+        return error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
+    finally:
+        _current_call.reset(token)
+        request.answered(current.get("answers", 0))
+    return as_tool_message(output, call)
 
 
 def make_tools_node(spec: AgentSpec) -> Any:

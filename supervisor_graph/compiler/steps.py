@@ -1,7 +1,8 @@
 """An agent's steps (SPEC §32), built once when it is compiled: one per capability it
-declares, each holding that capability's settings, in the order they wrap its turn. An
-agent declaring none gets none, and its turn pays nothing for them
-(`nodes/steps/protocol.py`).
+declares, each holding that capability's settings, in the order they wrap its turn, and
+for an agent with tools the decisions on their calls (a run may ask before each call,
+so the declaration cannot tell). An agent declaring none and without tools gets none,
+and its turn pays nothing for them (`nodes/steps/protocol.py`).
 
 Adding a capability: its module under `nodes/` implements `Step`, and one line here
 adds it for the agents that declare it.
@@ -18,6 +19,7 @@ from supervisor_graph.nodes.guards.core import Guardrail
 from supervisor_graph.nodes.guards.step import GuardedTurn
 from supervisor_graph.nodes.steps.budget import AgentBudget, Budget
 from supervisor_graph.nodes.steps.compaction import Compaction, Compactor
+from supervisor_graph.nodes.steps.decisions import APPROVALS, EDIT_NOTE
 from supervisor_graph.nodes.steps.protocol import Step, Steps
 from supervisor_graph.nodes.steps.structured_output import OutputSchema, StructuredOutput
 from supervisor_graph.nodes.steps.usage import UsageLedger
@@ -37,10 +39,16 @@ def steps_of(
     budget: Budget | None = None,
     output_schema: OutputSchema | None = None,
     guards: Sequence[Guardrail] = (),
+    runs_tools: bool = False,
 ) -> Steps:
     """The steps of agent `agent_id` (`delegation_tools`: its delegation tool names by
-    subagent key, and `server_host_for`, for background tasks a server hosts)."""
+    subagent key, `server_host_for`, for background tasks a server hosts, and
+    `runs_tools`: it has tools the tools node runs, whose calls a person may decide)."""
     steps: list[Step] = []
+    if runs_tools:
+        # every agent with tools: a run may ask before each call (`require_tool_approval`);
+        # first, so a person decides before any other step sees the call
+        steps.append(APPROVALS)
     if compactor is not None:
         steps.append(Compaction(compactor))
     if working_memory is not None:
@@ -51,6 +59,8 @@ def steps_of(
         steps.append(AgentBudget(budget))
     if output_schema is not None:
         steps.append(StructuredOutput(output_schema))
-    if guards:  # innermost but for a run's own steps; the ledger counts what they drop
+    if guards:  # the ledger counts what the guards keep out of the thread
         steps.extend((UsageLedger(), GuardedTurn(guards)))
+    if runs_tools:
+        steps.append(EDIT_NOTE)  # innermost: the `tool_result` guard reads an edited call's note
     return Steps.of(steps)

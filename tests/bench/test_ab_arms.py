@@ -40,7 +40,7 @@ async def test_without_double_texting_runs_hold_a_lease_nobody_can_stop(tmp_path
 
 def test_decisions_arm_a_is_run_tool_call_from_before_decisions() -> None:
     from bench import ab_decisions
-    from supervisor_graph.nodes.turn import tools
+    from supervisor_graph.nodes.steps.decisions import Approvals
 
     try:
         commit = ab_decisions._before()
@@ -48,4 +48,5 @@ def test_decisions_arm_a_is_run_tool_call_from_before_decisions() -> None:
         pytest.skip(f"!!! NOT RUN: this clone has no history of nodes/decisions.py ({exc}) !!!")
     old = ab_decisions._old_run_tool_call(commit)
     assert old.__code__.co_filename == f"{commit}:nodes/tools.py"
-    assert "edited" not in old.__code__.co_varnames and "edited" in tools.run_tool_call.__code__.co_varnames
+    # arm B, the code as it is, makes decisions in the `Approvals` step around the tool call
+    assert "edited" not in old.__code__.co_varnames and "Edit" in Approvals.awrap_tool_call.__code__.co_names

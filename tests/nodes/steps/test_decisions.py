@@ -240,3 +240,58 @@ async def test_decisions_inside_a_background_task() -> None:
     assert ledger == [(4, "acme")]
     [task] = await top.memory.list_background_tasks("bg-decide")  # type: ignore[union-attr]
     assert task.status == "completed"
+
+
+async def test_approvals_is_a_step_and_a_rejection_never_runs_the_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every agent with tools has the `Approvals` step, outermost of its tool calls' steps
+    (a run may ask before each call); an agent without tools has none. A rejection answers
+    without calling the handler; an edit runs the person's arguments and its result says
+    so first; a call that needs no decision goes straight on."""
+    from supervisor_graph.compiler.build import build_spec
+    from supervisor_graph.nodes.options import RunHandle
+    from supervisor_graph.nodes.steps import decisions
+    from supervisor_graph.nodes.steps.decisions import APPROVALS, EDIT_NOTE, Approvals
+    from supervisor_graph.nodes.steps.protocol import NO_STEPS, ToolRequest
+
+    ledger: list[tuple[int, str]] = []
+    free = create_tool(id="note", description="Notes.", input_schema=Payment, execute=lambda args: "noted")
+    spec = build_spec(Agent(id="a", model=ScriptedChatModel(), tools=[pay_tool(ledger), free]))
+    assert spec.steps.find(Approvals) is APPROVALS and spec.steps.wrap_tool_call == (APPROVALS, EDIT_NOTE)
+    assert build_spec(Agent(id="b", model=ScriptedChatModel())).steps is NO_STEPS
+
+    answers: list[Any] = []
+    asked: list[dict[str, Any]] = []
+
+    def interrupt(value: dict[str, Any]) -> Any:
+        asked.append(value)
+        return answers.pop(0)
+
+    monkeypatch.setattr(decisions, "interrupt", interrupt)
+    ran: list[dict[str, Any]] = []
+
+    async def handler(request: ToolRequest) -> str:
+        ran.append(request.tool_call)
+        return "paid"
+
+    def request(name: str = "pay", approve_all: bool = False) -> ToolRequest:
+        call = {"name": name, "args": {"amount": 5}, "id": "c1"}
+        return ToolRequest(call, spec.tools[name], None, {}, RunHandle("r1", ("a",)), spec=spec, approve_all=approve_all)
+
+    answers[:] = [{"approved": "maybe"}, {"approved": False, "message": "not today"}]
+    rejected = request()
+    declined = await spec.steps.call_tool(rejected, handler)
+    assert ran == [] and declined.status == "error" and declined.content.endswith("Their reason: not today")
+    assert [a["kind"] for a in asked] == ["approval", "approval"] and "error" in asked[1]
+    assert rejected.notes["answers"] == 2  # the invalid answer was asked again
+
+    answers[:] = [{"approved": True, "args": {"amount": 3}}]
+    edited = request()
+    result = await spec.steps.call_tool(edited, handler)
+    assert ran == [{"name": "pay", "args": {"amount": 3}, "id": "c1"}] and edited.ran() == ran[0]
+    assert result.content == '[The user edited the arguments before this call ran: {"amount": 3}]\npaid'
+
+    asked.clear()
+    assert await spec.steps.call_tool(request("note"), handler) == "paid" and asked == []  # nothing to decide
+    answers[:] = [{"approved": False}]
+    assert (await spec.steps.call_tool(request("note", approve_all=True), handler)).status == "error"  # the run asks
+    assert len(asked) == 1 and len(ran) == 2
