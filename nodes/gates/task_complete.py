@@ -34,8 +34,8 @@ from supervisor_graph.nodes.steps.structured_output import OutputSchema, declare
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, last_turn
 
-# The scorer contracts live in `nodes.gates.scoring`, where `RunOptions` can reach them without
-# this node's imports; callers keep importing them from the gate.
+# The scorer contracts live in `nodes.gates.scoring`, which validates the per-call option
+# without this node's imports (`capability_option`); callers keep importing them from here.
 __all__ = [
     "RunView",
     "Score",
