@@ -215,6 +215,8 @@ class RunHandle:
     # The budgets this agent's run is under and their counters (SPEC §25): a `BudgetScope`
     # of nodes/steps/budget.py; None: no budget.
     budget: Any = None
+    # What steps keep for this agent's run only (LangChain middleware's untracked state keys)
+    step_state: dict[str, Any] = field(default_factory=dict)
     # `modified_output_schema` of this run's delegations by tool call id (the declared
     # type; the checkpointed Send has its JSON schema)
     output_schemas: dict[str, Any] = field(default_factory=dict)

@@ -118,6 +118,9 @@ class Agent(BaseModel):
         "result.object is the validated value, and as a subagent it answers its delegations with it.",
     )
     guardrails: list[Guardrail] | None = Field(default=None, description="Guards at its boundaries (SPEC §30); None: its parent's.")
+    middleware: list[Any] | None = Field(
+        default=None, description="LangChain v1 AgentMiddleware run as steps of its turn (SPEC §33); None: its parent's."
+    )
     retry_policy: Any = Field(
         default_factory=lambda: model_retry_policy(),
         description="LangGraph RetryPolicy for this agent's model calls (None: no retries).",
@@ -132,6 +135,17 @@ class Agent(BaseModel):
     @classmethod
     def _output_schema(cls, value: Any) -> Any:
         return output_schema_of(value, "Agent(output_schema=...)")
+
+    @field_validator("middleware")
+    @classmethod
+    def _middleware(cls, value: list[Any] | None) -> list[Any] | None:
+        if value:  # LangChain is needed only by agents that bring its middleware
+            from supervisor_graph.nodes.steps.middleware import unsupported
+
+            for item in value:
+                if (why := unsupported(item)) is not None:
+                    raise ValueError(why)
+        return value
 
     @field_validator("id")
     @classmethod

@@ -196,8 +196,10 @@ class Step:
         instead (LangChain's `before_model` returning `jump_to="end"`)."""
         return None
 
-    async def abefore_model(self, request: ModelRequest) -> None:
-        """Before each model call, after the turn decided to call the model."""
+    async def abefore_model(self, request: ModelRequest) -> Any:
+        """Before each model call, after the turn decided to call the model: None, or an
+        answer that stands for the model's, which is then not called (LangChain's
+        `before_model` returning `jump_to="end"` with its message)."""
 
     async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
         """Around each model call: `await handler(request)` makes it."""
@@ -226,6 +228,9 @@ def _capabilities(step: Step) -> list[type]:
 
 
 def _overrides(step: Step, hook: str) -> bool:
+    hooks = getattr(step, "hooks", None)  # a step whose hooks depend on what it wraps says which
+    if hooks is not None:
+        return hook[1:] in hooks
     return getattr(type(step), hook) is not getattr(Step, hook)
 
 
@@ -315,7 +320,9 @@ class Steps:
         call wrapped by each `awrap_model_call` (the first step outermost, LangChain's
         order), then each `aafter_model`."""
         for step in self.before_model:
-            await step.abefore_model(request)
+            instead = await step.abefore_model(request)
+            if instead is not None:  # LangChain's `jump_to="end"`: this answer, no model call
+                return instead
         handler = innermost
         for step in reversed(self.wrap_model_call):
             handler = _bind(step, handler)

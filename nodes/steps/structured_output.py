@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKS",
+    "STRUCTURED_KEYS",
     "OUTPUT_ANSWER_MARK",
     "Invalid",
     "final_value",
@@ -180,6 +181,8 @@ class StructuredOutput(Step):
 
 
 CHECKS = StructuredOutput()
+# the state keys an answer checked against its schema writes: its value, or why it has none
+STRUCTURED_KEYS = frozenset({"structured_response", "structured_output_error"})
 
 
 def declared_schema(spec: AgentSpec) -> OutputSchema | None:

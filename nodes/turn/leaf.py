@@ -45,6 +45,7 @@ from langchain_core.runnables.config import (
     var_child_runnable_config,
 )
 from langgraph.errors import GraphInterrupt
+from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
@@ -60,6 +61,7 @@ from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.scope.context import RUN_IDENTITY_KEYS, check_json, using_request_context
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.steps.budget import exceeded_result
+from supervisor_graph.nodes.steps.structured_output import STRUCTURED_KEYS
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, dispatch, finish_reason_of, unanswered
 from supervisor_graph.nodes.turn.tools import ToolRun, needs_approval, run_tool_call
@@ -281,9 +283,10 @@ class _Loop:
             return response
         # retried here by the agent's policy: a retry of the node would run the whole loop again
         response = await turn.call(self.history, self.journal.kept, self.model_config, policy=spec.retry_policy)
+        if turn.added:  # a guard's feedback on an answer sent back, a middleware's messages
+            self.history[:] = add_messages(self.history, turn.added)  # type: ignore[arg-type,assignment]
         if response is None:
-            self.history.extend(turn.added)  # sent back: the model answers again
-            return None
+            return None  # sent back: the model answers again
         if HELD_MARK in response.additional_kwargs:
             self.history.append(response)  # a person decides first (`_settle_held`)
             return None
@@ -309,8 +312,13 @@ class _Loop:
         if answered is not None and answered.again:
             return None
         if answered is not None and answered.updates:
-            self.structured = dict(answered.updates)
-            return answered.end or finish_reason_of(response)
+            self.journal.kept.update({k: v for k, v in answered.updates.items() if k not in STRUCTURED_KEYS})
+            structured = {k: v for k, v in answered.updates.items() if k in STRUCTURED_KEYS}
+            if structured:  # the answer's value, or why it has none (SPEC §28): the subagent is done
+                self.structured = structured
+                return answered.end or finish_reason_of(response)
+        if answered is not None and answered.end is not None:
+            return answered.end
         return None if response.tool_calls else finish_reason_of(response)
 
     async def _tools(self, calls: Sequence[ToolCall], sequential: bool) -> tuple[bool, bool]:

@@ -243,6 +243,7 @@ async def _execute(request: ToolRequest) -> ToolMessage:
     except ValidationError as exc:
         return error_result(call, f"invalid arguments for {call['name']}: {exc.error_count()} error(s): {exc}")
     except Exception as exc:  # noqa: BLE001 - a failing tool is a tool error the model sees
+        request.notes["raised"] = exc  # for a step that acts on the failure itself (LangChain's ToolRetry)
         return error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
     finally:
         _current_call.reset(token)

@@ -15,7 +15,8 @@ only when it has that hook, so unused hooks cost no super-step.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -106,10 +107,27 @@ def _compactor(agent: Agent) -> Compactor | None:
     return Compactor(settings, agent.id, summariser)
 
 
-def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec:
-    """Resolve a declaration into what its nodes need, once. `inherited`: the parent's
-    guards, which a subagent keeps unless it declares `guardrails=` (SPEC §30)."""
-    guards = tuple(agent.guardrails) if agent.guardrails is not None else inherited
+class Inherited(NamedTuple):
+    """What a subagent keeps of its parent's unless it declares its own: the guards
+    (`guardrails=`, SPEC §30) and LangChain's middleware (`middleware=`, SPEC §33)."""
+
+    guards: tuple[Guardrail, ...] = ()
+    middleware: tuple[Any, ...] = ()
+
+    @classmethod
+    def of(cls, spec: AgentSpec) -> Inherited:
+        # a middleware step holds its middleware (nodes/steps/middleware.py, imported only when used)
+        return cls(guards_of(spec), tuple(m for step in spec.steps.all if (m := getattr(step, "middleware", None)) is not None))
+
+
+NOTHING_INHERITED = Inherited()  # a top-level agent's
+
+
+def build_spec(agent: Agent, inherited: Inherited = NOTHING_INHERITED) -> AgentSpec:
+    """Resolve a declaration into what its nodes need, once (`inherited`: what it keeps of
+    its parent's unless it declares its own)."""
+    guards = tuple(agent.guardrails) if agent.guardrails is not None else inherited.guards
+    middleware = tuple(agent.middleware) if agent.middleware is not None else inherited.middleware
     tools: dict[str, BaseTool] = dict(agent.tools)
     model: Any = agent.model
     factory = None
@@ -151,6 +169,7 @@ def build_spec(agent: Agent, inherited: tuple[Guardrail, ...] = ()) -> AgentSpec
             output_schema=agent.output_schema,
             guards=guards,
             runs_tools=len(client_tools) < len(tools),
+            middleware=middleware,
         ),
         versions_for=resolver_for,
         server_host_for=server_host,
@@ -176,7 +195,7 @@ def node_table(agent: Agent, spec: AgentSpec) -> dict[str, Any]:
         elif isinstance(sub, RemoteSubagent):  # an A2AAgent
             table[key] = make_a2a_node(spec, key, sub.spec())
         else:
-            sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None, inherited=guards_of(spec))
+            sub_graph, sub_spec = _build(sub, checkpointer=True if per_parent else None, store=None, inherited=Inherited.of(spec))
             table[key] = make_subagent_node(spec, key, sub_spec, sub_graph, per_parent_thread=per_parent)
         table[complete_node(key)] = make_complete_node(spec, key, sub.id)
     return table
@@ -187,11 +206,22 @@ def new_builder(agent: Agent, spec: AgentSpec) -> Any:
     uses (thread-scoped working memory, background delegations)."""
     in_state = (memory := working_memory_of(spec)) is not None and memory.scope == "thread"
     background = background_of(spec) is not None
+    schema = with_step_keys(with_compaction(state_schema(in_state, background), compactor_of(spec)), spec.steps.state_keys)
     return StateGraph(
-        with_compaction(state_schema(in_state, background), compactor_of(spec)),
+        schema,
         input_schema=input_schema(in_state, background),
         context_schema=RunContext,
     )
+
+
+def with_step_keys(schema: type, keys: Mapping[str, Any]) -> type:
+    """`schema` with the state channels the agent's steps bring that it lacks (a LangChain
+    middleware's `state_schema`); itself when there are none."""
+    hints = get_type_hints(schema, include_extras=True)
+    extra = {key: kind for key, kind in keys.items() if key not in hints}
+    if not extra:
+        return schema
+    return TypedDict(f"{schema.__name__}WithSteps", {**hints, **extra}, total=False)  # type: ignore[operator,no-any-return]
 
 
 def add_nodes(builder: Any, agent: Agent, spec: AgentSpec, table: dict[str, Any], keys: list[str]) -> None:
@@ -228,7 +258,7 @@ def add_nodes(builder: Any, agent: Agent, spec: AgentSpec, table: dict[str, Any]
     builder.add_edge(START, SUPERVISOR_NODE)
 
 
-def _build(agent: Agent, *, checkpointer: Any, store: Any, inherited: tuple[Guardrail, ...] = ()) -> tuple[Any, AgentSpec]:
+def _build(agent: Agent, *, checkpointer: Any, store: Any, inherited: Inherited = NOTHING_INHERITED) -> tuple[Any, AgentSpec]:
     spec = build_spec(agent, inherited)
     builder = new_builder(agent, spec)
     add_nodes(builder, agent, spec, node_table(agent, spec), list(agent.agents))

@@ -40,6 +40,7 @@ def steps_of(
     output_schema: OutputSchema | None = None,
     guards: Sequence[Guardrail] = (),
     runs_tools: bool = False,
+    middleware: Sequence[Any] = (),
 ) -> Steps:
     """The steps of agent `agent_id` (`delegation_tools`: its delegation tool names by
     subagent key, `server_host_for`, for background tasks a server hosts, and
@@ -49,6 +50,12 @@ def steps_of(
         # every agent with tools: a run may ask before each call (`require_tool_approval`);
         # first, so a person decides before any other step sees the call
         steps.append(APPROVALS)
+    if guards:  # outside what follows: the ledger counts what the guards keep out of the thread
+        steps.extend((UsageLedger(), GuardedTurn(guards)))
+    if middleware:  # LangChain's, in its order, inside the guards (imported only when used)
+        from supervisor_graph.nodes.steps.middleware import MiddlewareStep
+
+        steps.extend(MiddlewareStep(m) for m in middleware)
     if compactor is not None:
         steps.append(Compaction(compactor))
     if working_memory is not None:
@@ -59,8 +66,6 @@ def steps_of(
         steps.append(AgentBudget(budget))
     if output_schema is not None:
         steps.append(StructuredOutput(output_schema))
-    if guards:  # the ledger counts what the guards keep out of the thread
-        steps.extend((UsageLedger(), GuardedTurn(guards)))
     if runs_tools:
         steps.append(EDIT_NOTE)  # innermost: the `tool_result` guard reads an edited call's note
     return Steps.of(steps)

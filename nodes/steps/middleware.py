@@ -1,0 +1,291 @@
+"""LangChain v1 middleware as steps of the turn (SPEC §33): `Agent(middleware=[...])`.
+
+Each `AgentMiddleware` (a subclass, or what LangChain's decorators make) becomes one
+`MiddlewareStep`, which uses only the hooks the middleware overrides:
+
+- `wrap_model_call` wraps the turn's model call with LangChain's own `ModelRequest`
+  (the unbound chat model, the tools it is bound to, the system message, the
+  conversation, the state) and a handler that turns it back into ours: a changed model,
+  tool list, `tool_choice` or `model_settings` is bound here, as `create_agent` binds it;
+- `before_model` runs before the call: its `messages` update joins the conversation
+  (stored with the turn, `add_messages` semantics: a message with a known id replaces
+  it), its other keys are state, and `jump_to="end"` answers with its last AI message
+  instead of calling the model;
+- `after_model` runs on the accepted answer (`aafter_answer`): its tool messages answer
+  calls instead of running them, its keys are state, `jump_to` goes back to the model or
+  ends the run;
+- `wrap_tool_call` wraps each of the agent's own tool calls with LangChain's
+  `ToolCallRequest`.
+
+A sync hook runs in a worker thread (as LangGraph runs a sync node), its handler
+calling back into the run's event loop. State keys the middleware's `state_schema`
+marks `UntrackedValue` live for one agent's run only (`RunHandle.step_state`); the
+others are the agent's graph state (`state_keys`).
+
+Middleware LangChain ships that needs what the turn does not offer yet (hooks around
+the whole agent, tools of its own) is refused at declaration (`unsupported`), with
+what to use instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelResponse
+from langchain.agents.middleware.types import ModelRequest as LangChainModelRequest
+from langchain.tools.tool_node import ToolCallRequest
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableBinding
+from langgraph.channels.untracked_value import UntrackedValue
+from langgraph.errors import GraphBubbleUp
+from langgraph.graph.message import add_messages
+
+from supervisor_graph.nodes.steps.protocol import Answered, ModelHandler, ModelRequest, Step, ToolHandler, ToolRequest
+from supervisor_graph.nodes.turn.routing import error_result
+
+__all__ = ["MiddlewareStep", "middleware_of", "unsupported"]
+
+# AgentState's own keys: the agent's state has its own messages, and jumps are routing
+_BASE_KEYS = frozenset({"messages", "jump_to", "structured_response"})
+
+_JUMPED = "middleware_jumped_to_end"
+
+# LangChain's middleware the turn cannot run yet, and what to use instead
+_INSTEAD = {
+    "HumanInTheLoopMiddleware": "create_tool(require_approval=...) or the run option require_tool_approval=True",
+    "TodoListMiddleware": "Agent(working_memory=...)",
+    "ShellToolMiddleware": "a tool of your own",
+    "FilesystemFileSearchMiddleware": "a tool of your own",
+    "ModelRouterMiddleware": "a model callable, Agent(model=lambda ctx: ...)",
+}
+
+
+def _overridden(middleware: AgentMiddleware, hook: str) -> bool:
+    kind = type(middleware)
+    return getattr(kind, hook) is not getattr(AgentMiddleware, hook) or getattr(kind, f"a{hook}") is not getattr(
+        AgentMiddleware, f"a{hook}"
+    )
+
+
+def unsupported(middleware: Any) -> str | None:
+    """Why `middleware` cannot run as a step (None: it can): the error `Agent(...)` raises."""
+    if not isinstance(middleware, AgentMiddleware):
+        return f"{type(middleware).__name__} is not a LangChain AgentMiddleware (langchain.agents.middleware)"
+    name = type(middleware).__name__
+    instead = _INSTEAD.get(name)
+    if instead is None and (getattr(middleware, "tools", None) or _overridden(middleware, "before_agent") or _overridden(middleware, "after_agent")):
+        instead = "wrap_model_call / wrap_tool_call / before_model / after_model middleware, which run as steps"
+    if instead is None:
+        return None
+    return f"{name} is not supported as agent middleware yet (it needs hooks around the whole agent or tools of its own); use {instead}"
+
+
+class MiddlewareStep(Step):
+    """One LangChain `AgentMiddleware` as a step of the turn."""
+
+    def __init__(self, middleware: AgentMiddleware) -> None:
+        self.middleware = middleware
+        self.name = f"middleware:{middleware.name}"
+        # only the hooks it overrides (`Steps.of` reads `hooks`); its `after_model` runs on
+        # the accepted answer, where what it returns can answer calls or end the run
+        picked = {hook for hook in ("before_model", "wrap_model_call", "wrap_tool_call") if _overridden(middleware, hook)}
+        self.hooks = frozenset(picked | ({"after_answer"} if _overridden(middleware, "after_model") else set()))
+        self.state_keys, self.untracked = _keys(middleware.state_schema)
+
+    # -- around the model call ------------------------------------------------------------
+
+    async def abefore_model(self, request: ModelRequest) -> Any:
+        update = await self._hook("before_model", _state(self, request), request.runtime)
+        if not update:
+            return None
+        messages = self._keep(update, request)
+        answer = None
+        if update.get("jump_to") == "end":  # answer with its message instead of the model's
+            answer = next((m for m in reversed(messages) if isinstance(m, AIMessage)), AIMessage(content=""))
+            messages = [m for m in messages if m is not answer]
+            request.notes[_JUMPED] = True  # LangChain's jump skips every `after_model`
+        if messages:
+            request.added.extend(messages)
+            request.messages = add_messages(list(request.messages), messages)  # type: ignore[arg-type,assignment]
+        return answer
+
+    async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
+        asked = _langchain_request(request)
+        raw: dict[str, Any] = {}
+
+        async def ours(lc: LangChainModelRequest) -> ModelResponse:
+            out = await handler(_our_request(request, asked, lc))
+            answer = out[0] if isinstance(out, tuple) else out  # streamed: with what its windows decided
+            raw["out"], raw["response"] = out, ModelResponse(result=[answer] if answer is not None else [])
+            return raw["response"]  # type: ignore[no-any-return]
+
+        mw = self.middleware
+        if type(mw).awrap_model_call is not AgentMiddleware.awrap_model_call:
+            result = await mw.awrap_model_call(asked, ours)
+        else:
+            result = await asyncio.to_thread(mw.wrap_model_call, asked, _blocking(ours, asyncio.get_running_loop()))
+        if result is raw.get("response"):
+            return raw["out"]
+        if isinstance(result, ExtendedModelResponse):
+            if result.command is not None and isinstance(result.command.update, Mapping):
+                request.updates.update({k: v for k, v in result.command.update.items() if k not in _BASE_KEYS})
+            result = result.model_response
+        answer = result if isinstance(result, AIMessage) else next(
+            (m for m in reversed(result.result) if isinstance(m, AIMessage)), None
+        )
+        if answer is not None and (not request.answers or request.answers[-1] is not answer):
+            request.answers.append(answer)  # an answer of the middleware's own, counted like the model's
+        out = raw.get("out")
+        return (answer, out[1]) if isinstance(out, tuple) else answer
+
+    async def aafter_answer(self, request: ModelRequest, response: Any) -> Answered | None:
+        if request.notes.get(_JUMPED):
+            return None
+        state = {**_state(self, request), "messages": [*request.messages, response]}
+        update = await self._hook("after_model", state, request.runtime)
+        if not update:
+            return None
+        out = Answered()
+        for message in self._keep(update, request, out.updates):
+            if isinstance(message, ToolMessage):
+                out.results.append(message)  # answers a call instead of running it
+        jump = update.get("jump_to")
+        out.again = jump == "model"
+        out.end = "stop" if jump == "end" else None
+        return out
+
+    # -- around a tool call ---------------------------------------------------------------
+
+    async def awrap_tool_call(self, request: ToolRequest, handler: ToolHandler) -> Any:
+        asked = ToolCallRequest(tool_call=request.tool_call, tool=request.tool, state={}, runtime=request.runtime)
+
+        async def ours(lc: ToolCallRequest) -> Any:
+            request.notes.pop("raised", None)
+            out = await handler(request.override(tool_call=lc.tool_call, tool=lc.tool or request.tool))
+            raised = request.notes.pop("raised", None)
+            if raised is not None:  # LangChain's middleware acts on the tool's own failure
+                raise raised
+            return out
+
+        mw = self.middleware
+        try:
+            if type(mw).awrap_tool_call is not AgentMiddleware.awrap_tool_call:
+                return await mw.awrap_tool_call(asked, ours)
+            return await asyncio.to_thread(mw.wrap_tool_call, asked, _blocking(ours, asyncio.get_running_loop()))
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - still failing once the middleware gave up: the model sees it
+            call = request.tool_call
+            return error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
+
+    # -- shared ------------------------------------------------------------------------------
+
+    async def _hook(self, hook: str, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+        mw = self.middleware
+        if getattr(type(mw), f"a{hook}") is not getattr(AgentMiddleware, f"a{hook}"):
+            return await getattr(mw, f"a{hook}")(state, runtime)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(getattr(mw, hook), state, runtime)
+
+    def _keep(self, update: Mapping[str, Any], request: ModelRequest, into: dict[str, Any] | None = None) -> list[BaseMessage]:
+        """The update's state keys kept (the run's own for untracked keys), its messages returned."""
+        run_state = request.handle.step_state
+        for key, value in update.items():
+            if key in _BASE_KEYS:
+                continue
+            if key in self.untracked:
+                run_state[key] = value
+            else:
+                (request.updates if into is None else into)[key] = value
+                request.notes.setdefault("middleware_state", {})[key] = value
+        messages = update.get("messages") or []
+        return list(messages) if isinstance(messages, Sequence) else [messages]
+
+
+def middleware_of(steps: Sequence[Step]) -> tuple[AgentMiddleware, ...]:
+    """The LangChain middleware of an agent's steps, in its order: what its subagents
+    inherit unless they declare their own (SPEC §33)."""
+    return tuple(step.middleware for step in steps if isinstance(step, MiddlewareStep))
+
+
+def _keys(schema: Any) -> tuple[dict[str, Any], frozenset[str]]:
+    """A middleware's state keys beyond `AgentState`'s: (tracked, as graph channels; the
+    untracked ones, kept for one run)."""
+    if schema is None:
+        return {}, frozenset()
+    tracked: dict[str, Any] = {}
+    untracked: set[str] = set()
+    for key, hint in get_type_hints(schema, include_extras=True).items():
+        if key in _BASE_KEYS:
+            continue
+        meta = _metadata(hint)
+        if any(m is UntrackedValue or isinstance(m, UntrackedValue) for m in meta):
+            untracked.add(key)
+            continue
+        reducer = next((m for m in meta if callable(m) and not isinstance(m, type)), None)
+        tracked[key] = Annotated[Any, reducer] if reducer is not None else Any
+    return tracked, frozenset(untracked)
+
+
+def _metadata(hint: Any) -> tuple[Any, ...]:
+    while get_origin(hint) is not Annotated and get_args(hint) and get_origin(hint) is not None:
+        hint = get_args(hint)[0]  # NotRequired[...] / Required[...]
+    return tuple(getattr(hint, "__metadata__", ()))
+
+
+def _state(step: MiddlewareStep, request: ModelRequest) -> dict[str, Any]:
+    """What a middleware's hook reads as the agent's state: the node's state and what the
+    steps wrote with this turn, the run's untracked keys, and the conversation."""
+    written = request.notes.get("middleware_state") or {}
+    run_state = {key: request.handle.step_state[key] for key in step.untracked if key in request.handle.step_state}
+    return {**request.state, **written, **run_state, "messages": list(request.messages)}
+
+
+def _langchain_request(request: ModelRequest) -> LangChainModelRequest:
+    bound = request.model
+    model, kwargs = (bound.bound, dict(bound.kwargs)) if isinstance(bound, RunnableBinding) else (bound, {})
+    tools = kwargs.pop("tools", [])
+    tool_choice = kwargs.pop("tool_choice", None)
+    return LangChainModelRequest(
+        model=model,  # type: ignore[arg-type]
+        messages=list(request.messages),  # type: ignore[arg-type]
+        system_message=SystemMessage(content=request.system) if request.system else None,
+        tools=list(tools),
+        tool_choice=tool_choice,
+        state={**request.state, "messages": list(request.messages)},  # type: ignore[arg-type]
+        runtime=request.runtime,
+        model_settings=kwargs,
+    )
+
+
+def _our_request(request: ModelRequest, asked: LangChainModelRequest, lc: LangChainModelRequest) -> ModelRequest:
+    """`lc`, what the middleware hands on, as our request: only what it changed."""
+    changes: dict[str, Any] = {}
+    if lc.messages is not asked.messages:
+        changes["messages"] = lc.messages
+    if lc.system_message is not asked.system_message:
+        changes["system"] = lc.system_message.text if lc.system_message is not None else ""
+    rebind = (
+        lc.model is not asked.model
+        or lc.tools is not asked.tools
+        or lc.tool_choice is not asked.tool_choice
+        or lc.model_settings is not asked.model_settings
+    )
+    if rebind:
+        settings = dict(lc.model_settings)
+        if lc.tool_choice is not None:
+            settings["tool_choice"] = lc.tool_choice
+        changes["model"] = lc.model.bind_tools(lc.tools, **settings) if lc.tools else lc.model.bind(**settings)
+    return request.override(**changes) if changes else request
+
+
+def _blocking(handler: Any, loop: asyncio.AbstractEventLoop) -> Any:
+    """A sync handler for a sync hook in a worker thread: the call runs on the run's loop."""
+
+    def call(request: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(handler(request), loop).result()
+
+    return call
+

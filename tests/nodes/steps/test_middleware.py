@@ -1,0 +1,155 @@
+"""LangChain v1 middleware as steps of the turn (SPEC §33): the real classes of the
+installed `langchain`, in a supervisor and in a subagent that inherits them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents.middleware import (
+    HumanInTheLoopMiddleware,
+    ModelCallLimitMiddleware,
+    ModelFallbackMiddleware,
+    ModelRetryMiddleware,
+    TodoListMiddleware,
+    ToolCallLimitMiddleware,
+    ToolRetryMiddleware,
+    dynamic_prompt,
+    wrap_model_call,
+    wrap_tool_call,
+)
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from pydantic import ValidationError
+
+from supervisor_graph import Agent
+from supervisor_graph.compiler.build import Inherited, build_spec
+from supervisor_graph.nodes.steps.middleware import MiddlewareStep
+from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
+
+
+class Down(RuntimeError):
+    """A provider that is down."""
+
+
+def _worker(**kwargs: Any) -> Agent:
+    return Agent(id="w", description="Works.", retry_policy=None, **kwargs)
+
+
+async def test_model_retry_answers_after_a_failed_call_in_the_supervisor() -> None:
+    model = ScriptedChatModel(responses=[Down("503"), "fine"])
+    agent = Agent(id="a", model=model, retry_policy=None, middleware=[ModelRetryMiddleware(max_retries=2, initial_delay=0)])
+    assert (await agent.generate("hi")).text == "fine"
+
+
+async def test_model_fallback_answers_in_a_subagent_that_inherits_it() -> None:
+    fallback = ScriptedChatModel(responses=["from the fallback"])
+    worker = _worker(model=ScriptedChatModel(responses=[Down("503")]))
+    top = Agent(
+        id="top",
+        model=ScriptedChatModel(responses=[delegate("w", "go"), "done"]),
+        agents={"w": worker},
+        retry_policy=None,
+        middleware=[ModelFallbackMiddleware(fallback)],
+    )
+    result = await top.generate("start")
+    delegated = next(m for m in result.messages if isinstance(m, ToolMessage))
+    assert "from the fallback" in str(delegated.content) and result.text == "done"
+
+
+async def test_a_subagent_declaring_no_middleware_keeps_none() -> None:
+    worker = _worker(model=ScriptedChatModel(responses=["ok"]), middleware=[])
+    top = Agent(id="top", model=ScriptedChatModel(), agents={"w": worker}, middleware=[ModelRetryMiddleware()])
+    spec = build_spec(top)
+    assert [type(s) for s in spec.steps.all] == [MiddlewareStep]
+    assert build_spec(worker, Inherited.of(spec)).steps.all == ()
+    assert len(build_spec(_worker(model=ScriptedChatModel()), Inherited.of(spec)).steps.all) == 1
+
+
+async def test_model_call_limit_ends_the_run_with_its_message_and_counts_in_the_thread() -> None:
+    worker = _worker(model=ScriptedChatModel(responses=["worked"]))
+    top = Agent(
+        id="top",
+        model=ScriptedChatModel(responses=[delegate("w", "go"), "never asked"]),
+        agents={"w": worker},
+        middleware=[ModelCallLimitMiddleware(run_limit=1, exit_behavior="end")],
+    )
+    graph = top.compile()
+    out = await graph.ainvoke({"messages": [("user", "start")]}, {"configurable": {"thread_id": "t"}})
+    assert "Model call limits exceeded" in str(out["messages"][-1].content)
+    assert out["thread_model_call_count"] == 1  # tracked: a state key of the agent's graph
+    assert "run_model_call_count" not in out  # untracked: one run's only
+
+
+async def test_tool_retry_runs_a_failing_tool_again_and_tool_call_limit_answers_past_it() -> None:
+    runs: list[int] = []
+
+    @tool
+    def flaky(x: int) -> str:
+        """Fails once."""
+        runs.append(x)
+        if len(runs) == 1:
+            raise Down("flaky")
+        return f"ok {x}"
+
+    model = ScriptedChatModel(responses=[tool_call("flaky", {"x": 1}), [tool_call("flaky", {"x": 2}), tool_call("flaky", {"x": 3})], "done"])
+    agent = Agent(
+        id="a",
+        model=model,
+        tools={"flaky": flaky},
+        middleware=[ToolRetryMiddleware(max_retries=2, initial_delay=0), ToolCallLimitMiddleware(run_limit=2)],
+    )
+    result = await agent.generate("go")
+    results = [str(m.content) for m in result.messages if isinstance(m, ToolMessage)]
+    assert results[0] == "ok 1" and runs[:2] == [1, 1]  # retried once
+    assert any("limit" in r.lower() for r in results)  # the third call is answered, not run
+    assert 3 not in runs and result.text == "done"
+
+
+async def test_decorators_sync_and_async_wrap_the_model_and_tool_calls() -> None:
+    seen: list[str] = []
+
+    @dynamic_prompt
+    def prompt(request: Any) -> str:
+        return "Be brief."
+
+    @wrap_model_call
+    async def note(request: Any, handler: Any) -> Any:
+        seen.append(f"model:{request.system_prompt}")
+        return await handler(request)
+
+    @wrap_tool_call
+    def shout(request: Any, handler: Any) -> Any:  # sync: runs in a worker thread
+        result = handler(request)
+        seen.append("tool")
+        return ToolMessage(content=str(result.content).upper(), tool_call_id=result.tool_call_id, name=result.name)
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    model = ScriptedChatModel(responses=[tool_call("echo", {"text": "hi"}), "done"])
+    agent = Agent(id="a", model=model, instructions="Help.", tools={"echo": echo}, middleware=[prompt, note, shout])
+    result = await agent.generate("go")
+    assert seen == ["model:Be brief.", "tool", "model:Be brief."]
+    assert [str(m.content) for m in result.messages if isinstance(m, ToolMessage)] == ["HI"]
+    first = model.calls[0]
+    assert isinstance(first[0], SystemMessage) and first[0].content == "Be brief."  # the prompt the model saw
+
+
+@pytest.mark.parametrize("middleware", [HumanInTheLoopMiddleware(interrupt_on={"x": True}), TodoListMiddleware(), object()])
+def test_what_cannot_run_yet_is_refused_at_declaration_naming_what_to_use(middleware: Any) -> None:
+    with pytest.raises(ValidationError) as info:
+        Agent(id="a", model=ScriptedChatModel(), middleware=[middleware])
+    text = str(info.value)
+    assert type(middleware).__name__ in text and ("use" in text or "not a LangChain" in text)
+
+
+async def test_an_answer_the_middleware_gives_itself_is_the_turns() -> None:
+    @wrap_model_call
+    async def canned(request: Any, handler: Any) -> Any:
+        return AIMessage(content="canned")
+
+    agent = Agent(id="a", model=ScriptedChatModel(), middleware=[canned])
+    assert (await agent.generate("hi")).text == "canned"
