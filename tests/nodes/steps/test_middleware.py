@@ -153,3 +153,63 @@ async def test_an_answer_the_middleware_gives_itself_is_the_turns() -> None:
 
     agent = Agent(id="a", model=ScriptedChatModel(), middleware=[canned])
     assert (await agent.generate("hi")).text == "canned"
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo."""
+    return text
+
+
+def _shipped() -> dict[str, Any]:
+    from langchain.agents.middleware import (
+        ContextEditingMiddleware,
+        LLMToolEmulator,
+        LLMToolSelectorMiddleware,
+        ModelRefusalMiddleware,
+        PIIMiddleware,
+        SummarizationMiddleware,
+    )
+
+    return {
+        "PIIMiddleware": lambda: PIIMiddleware("email", strategy="redact"),
+        "SummarizationMiddleware": lambda: SummarizationMiddleware(
+            ScriptedChatModel(responses=["summary"] * 4), trigger=("messages", 3), keep=("messages", 2)
+        ),
+        "ContextEditingMiddleware": ContextEditingMiddleware,
+        "ModelRefusalMiddleware": ModelRefusalMiddleware,
+        "LLMToolEmulator": lambda: LLMToolEmulator(model=ScriptedChatModel(responses=["emulated"] * 4)),
+        "LLMToolSelectorMiddleware": lambda: LLMToolSelectorMiddleware(
+            model=ScriptedChatModel(responses=['{"tools": ["echo"]}'] * 4)
+        ),
+        "ModelRetryMiddleware": ModelRetryMiddleware,
+        "ToolRetryMiddleware": ToolRetryMiddleware,
+        "ModelCallLimitMiddleware": lambda: ModelCallLimitMiddleware(run_limit=10),
+        "ToolCallLimitMiddleware": lambda: ToolCallLimitMiddleware(run_limit=10),
+    }
+
+
+@pytest.mark.parametrize("where", ["supervisor", "subagent"])
+@pytest.mark.parametrize("name", list(_shipped()))
+async def test_each_shipped_middleware_runs_in_a_supervisor_and_in_a_subagent(name: str, where: str) -> None:
+    """Every middleware LangChain ships that `Agent` accepts runs a turn with a tool call
+    in either place; what each one does is checked where it has an effect to see."""
+    middleware = _shipped()[name]()
+    worker_model = ScriptedChatModel(responses=[tool_call("echo", {"text": "mail x@y.com"}), "worked x@y.com"])
+    worker = _worker(model=worker_model, tools={"echo": echo})
+    if where == "supervisor":
+        model = ScriptedChatModel(responses=[tool_call("echo", {"text": "mail a@b.com"}), "done"])
+        agent = Agent(id="a", model=model, tools={"echo": echo}, middleware=[middleware])
+    else:
+        model = ScriptedChatModel(responses=[delegate("w", "go"), "done"])
+        agent = Agent(id="a", model=model, agents={"w": worker}, middleware=[middleware])
+    result = await agent.generate("hi a@b.com")
+    assert result.text == "done"
+    seen = worker_model if where == "subagent" else model
+    results = [str(m.content) for m in result.messages if isinstance(m, ToolMessage)]
+    if name == "PIIMiddleware":  # the input each model saw was redacted
+        assert "[REDACTED_EMAIL]" in str(model.calls[0][-1].content)
+    if name == "LLMToolEmulator" and where == "supervisor":
+        assert results == ["emulated"]  # the tool did not run: a model answered for it
+    if name == "LLMToolEmulator" and where == "subagent":
+        assert "emulated" in str(seen.calls[1])
