@@ -33,7 +33,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
-from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelResponse
 from langchain.agents.middleware.types import ModelRequest as LangChainModelRequest
 from langchain.tools.tool_node import ToolCallRequest
@@ -46,7 +46,7 @@ from langgraph.graph.message import add_messages
 from supervisor_graph.nodes.steps.protocol import Answered, ModelHandler, ModelRequest, Step, ToolHandler, ToolRequest
 from supervisor_graph.nodes.turn.routing import error_result
 
-__all__ = ["MiddlewareStep", "middleware_of", "unsupported"]
+__all__ = ["MiddlewareStep", "as_approvals", "middleware_of", "unsupported"]
 
 # AgentState's own keys: the agent's state has its own messages, and jumps are routing
 _BASE_KEYS = frozenset({"messages", "jump_to", "structured_response"})
@@ -55,10 +55,7 @@ _JUMPED = "middleware_jumped_to_end"
 
 # LangChain's middleware the turn cannot run yet, and what to use instead
 _INSTEAD = {
-    "HumanInTheLoopMiddleware": "create_tool(require_approval=...) or the run option require_tool_approval=True",
-    "TodoListMiddleware": "Agent(working_memory=...)",
     "ShellToolMiddleware": "a tool of your own",
-    "FilesystemFileSearchMiddleware": "a tool of your own",
     "ModelRouterMiddleware": "a model callable, Agent(model=lambda ctx: ...)",
 }
 
@@ -76,11 +73,36 @@ def unsupported(middleware: Any) -> str | None:
         return f"{type(middleware).__name__} is not a LangChain AgentMiddleware (langchain.agents.middleware)"
     name = type(middleware).__name__
     instead = _INSTEAD.get(name)
-    if instead is None and (getattr(middleware, "tools", None) or _overridden(middleware, "before_agent") or _overridden(middleware, "after_agent")):
+    if instead is None and (_overridden(middleware, "before_agent") or _overridden(middleware, "after_agent")):
         instead = "wrap_model_call / wrap_tool_call / before_model / after_model middleware, which run as steps"
     if instead is None:
         return None
-    return f"{name} is not supported as agent middleware yet (it needs hooks around the whole agent or tools of its own); use {instead}"
+    return f"{name} is not supported as agent middleware yet (it needs hooks around the whole agent); use {instead}"
+
+
+def as_approvals(middleware: Sequence[Any], tools: Mapping[str, Any]) -> dict[str, Any]:
+    """The agent's tools with the approvals a `HumanInTheLoopMiddleware` asks for
+    declared on them (`require_approval`): its pauses are then the approvals every driver
+    shows (AG-UI, A2A, MCP, the playground) and answers (`approve`, `edit`, `reject`),
+    not an interrupt of its own shape. Its step runs no hook (`MiddlewareStep`)."""
+    tools = dict(tools)
+    for mw in middleware:
+        if not isinstance(mw, HumanInTheLoopMiddleware):
+            continue
+        for name, config in mw.interrupt_on.items():
+            tool = tools.get(name)
+            if tool is None:
+                continue  # another agent's tool (the middleware is inherited by subagents)
+            allowed = [d for d in config["allowed_decisions"] if d in ("approve", "edit", "reject")]
+            if not allowed:
+                raise ValueError(
+                    f"HumanInTheLoopMiddleware: the tool {name!r} allows only {config['allowed_decisions']}; "
+                    "an approval here takes 'approve', 'edit' or 'reject'"
+                )
+            described = config.get("description")
+            policy = {"allowed_decisions": allowed, "description": described if isinstance(described, str) else mw.description_prefix}
+            tools[name] = tool.model_copy(update={"metadata": {**(tool.metadata or {}), "require_approval": policy}})
+    return tools
 
 
 class MiddlewareStep(Step):
@@ -93,6 +115,8 @@ class MiddlewareStep(Step):
         # the accepted answer, where what it returns can answer calls or end the run
         picked = {hook for hook in ("before_model", "wrap_model_call", "wrap_tool_call") if _overridden(middleware, hook)}
         self.hooks = frozenset(picked | ({"after_answer"} if _overridden(middleware, "after_model") else set()))
+        if isinstance(middleware, HumanInTheLoopMiddleware):
+            self.hooks = frozenset()  # its approvals are declared on the tools (`as_approvals`)
         self.state_keys, self.untracked = _keys(middleware.state_schema)
 
     # -- around the model call ------------------------------------------------------------

@@ -372,6 +372,8 @@ class _Loop:
             self.namespace,
             self.emit,
         )
+        if run.updates:  # state a tool wrote: kept in the delegation's thread
+            self.journal.kept.update(run.updates)
         if run.held is not None:  # a person decides before the model sees it (`_settle_held`)
             return run._replace(message=mark_held(run.message, "tool_result", run.held), held=None)
         return run

@@ -16,13 +16,17 @@ a failing tool is a result the model sees) and announces the result.
 
 from __future__ import annotations
 
+import functools
+import typing
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_origin
 
 from langchain_core.messages import BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
+from langgraph.prebuilt.tool_node import ToolRuntime
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -181,6 +185,9 @@ class ToolRun(NamedTuple):
     """How many pauses of this call were answered while it ran (`interrupt()` returned)."""
     held: tuple[str, str] | None = None
     """(guard, reason) of a `tool_result` escalation, for the caller to ask about (SPEC §30)."""
+    updates: dict[str, Any] | None = None
+    """State keys the tool wrote (it returned a LangGraph `Command`, as a LangChain
+    middleware's tool does)."""
 
 
 def needs_approval(spec: AgentSpec, call: ToolCall | Mapping[str, Any], agent_wide: bool) -> bool:
@@ -212,7 +219,9 @@ async def run_tool_call(
     output = await steps_of_run(spec, handle).call_tool(request, _execute)
     ran = request.ran()
     notes = request.notes
-    run = ToolRun(as_tool_message(output, ran), bool(notes.get("bail")), notes.get("answers", 0), notes.get("held"))
+    run = ToolRun(
+        as_tool_message(output, ran), bool(notes.get("bail")), notes.get("answers", 0), notes.get("held"), notes.get("updates")
+    )
     if run.held is None and emit.active:  # a held result is no result yet: a person decides first
         result = run.message
         kind = "tool-error" if result.status == "error" else "tool-result"
@@ -234,7 +243,7 @@ async def _execute(request: ToolRequest) -> ToolMessage:
     }
     token = _current_call.set(current)
     try:
-        output = await tool.ainvoke({**call, "type": "tool_call"}, request.config)
+        output = await tool.ainvoke(_with_runtime(tool, call, request), request.config)
     except GraphBubbleUp:
         raise
     except _SuspendCancelled:
@@ -248,7 +257,51 @@ async def _execute(request: ToolRequest) -> ToolMessage:
     finally:
         _current_call.reset(token)
         request.answered(current.get("answers", 0))
+    if isinstance(output, Command):  # a tool that writes state: its message is the result
+        return _written(output, call, request)
     return as_tool_message(output, call)
+
+
+def _with_runtime(tool: BaseTool, call: Any, request: ToolRequest) -> dict[str, Any]:
+    """The call as the tool takes it: with a LangGraph `ToolRuntime` for a tool that asks
+    for one (a LangChain middleware's tool), as LangGraph's `ToolNode` gives it. The
+    tools node runs one call from its `Send`, so the runtime carries no graph state."""
+    name = _runtime_parameter(tool)
+    if name is None:
+        return {**call, "type": "tool_call"}
+    runtime = request.runtime
+    injected: ToolRuntime[Any, Any] = ToolRuntime(
+        state={}, context=getattr(runtime, "context", None), config=request.config,
+        stream_writer=getattr(runtime, "stream_writer", None) or _nowhere, tool_call_id=call["id"],
+        store=getattr(runtime, "store", None), tools=list(request.spec.tools.values()) if request.spec is not None else [],
+    )  # fmt: skip
+    return {**call, "args": {**call["args"], name: injected}, "type": "tool_call"}
+
+
+def _nowhere(chunk: Any) -> None:
+    """Where a tool's custom stream goes when the node has no stream writer."""
+
+
+def _runtime_parameter(tool: BaseTool) -> str | None:
+    function = getattr(tool, "coroutine", None) or getattr(tool, "func", None)
+    return _runtime_parameter_of(function) if function is not None else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _runtime_parameter_of(function: Any) -> str | None:
+    try:
+        hints = typing.get_type_hints(function)
+    except Exception:  # noqa: BLE001 - annotations that do not resolve: nothing to inject
+        return None
+    return next((name for name, kind in hints.items() if (get_origin(kind) or kind) is ToolRuntime), None)
+
+
+def _written(command: Command[Any], call: Any, request: ToolRequest) -> ToolMessage:
+    update = dict(command.update) if isinstance(command.update, Mapping) else {}
+    messages = update.pop("messages", None) or []
+    request.notes["updates"] = update
+    result = next((m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == call["id"]), None)
+    return result if result is not None else ToolMessage(content="", tool_call_id=call["id"] or "", name=call["name"])
 
 
 def make_tools_node(spec: AgentSpec) -> Any:
@@ -265,6 +318,7 @@ def make_tools_node(spec: AgentSpec) -> Any:
         )
         if run.held is not None:
             return Command(goto=Send(TOOLS_NODE, {"call": payload["call"], "held": {"message": run.message, "guard": list(run.held)}}))
-        return Command(update={"messages": [run.message], **({"bail": True} if run.bail else {})}, goto=SUPERVISOR_NODE)
+        update = {"messages": [run.message], **(run.updates or {}), **({"bail": True} if run.bail else {})}
+        return Command(update=update, goto=SUPERVISOR_NODE)
 
     return tools

@@ -129,6 +129,12 @@ def build_spec(agent: Agent, inherited: Inherited = NOTHING_INHERITED) -> AgentS
     guards = tuple(agent.guardrails) if agent.guardrails is not None else inherited.guards
     middleware = tuple(agent.middleware) if agent.middleware is not None else inherited.middleware
     tools: dict[str, BaseTool] = dict(agent.tools)
+    if middleware:  # LangChain's human-in-the-loop asks through the approvals (imported only when used)
+        from supervisor_graph.nodes.steps.middleware import as_approvals
+
+        tools = as_approvals(middleware, tools)
+        for mw in middleware:  # a middleware's tools are the agent's (TodoList's `write_todos`)
+            tools.update((tool.name, tool) for tool in getattr(mw, "tools", None) or () if tool.name not in tools)
     model: Any = agent.model
     factory = None
     if isinstance(model, str):

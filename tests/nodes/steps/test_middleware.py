@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from langchain.agents.middleware import (
+    AgentMiddleware,
     HumanInTheLoopMiddleware,
     ModelCallLimitMiddleware,
     ModelFallbackMiddleware,
@@ -138,7 +139,68 @@ async def test_decorators_sync_and_async_wrap_the_model_and_tool_calls() -> None
     assert isinstance(first[0], SystemMessage) and first[0].content == "Be brief."  # the prompt the model saw
 
 
-@pytest.mark.parametrize("middleware", [HumanInTheLoopMiddleware(interrupt_on={"x": True}), TodoListMiddleware(), object()])
+@pytest.mark.parametrize("where", ["supervisor", "subagent"])
+async def test_human_in_the_loop_pauses_through_the_approvals_every_driver_answers(where: str) -> None:
+    """LangChain's HumanInTheLoopMiddleware asks as the library's approvals do: the run
+    is suspended with an `approval` item (what AG-UI, A2A, MCP and the playground show),
+    its allowed decisions and description are the middleware's, and a decision resumes it."""
+    from supervisor_graph import Memory
+
+    paid: list[int] = []
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    hitl = HumanInTheLoopMiddleware(
+        interrupt_on={"pay": {"allowed_decisions": ["approve", "reject"], "description": "Check the amount"}}
+    )
+    memory = Memory(storage=":memory:")
+    payer_model = ScriptedChatModel(responses=[tool_call("pay", {"amount": 5}), "paid"])
+    if where == "supervisor":
+        agent = Agent(id="a", model=payer_model, tools={"pay": pay}, middleware=[hitl], memory=memory)
+    else:
+        worker = _worker(model=payer_model, tools={"pay": pay})
+        model = ScriptedChatModel(responses=[delegate("w", "pay 5"), "done"])
+        agent = Agent(id="a", model=model, agents={"w": worker}, middleware=[hitl], memory=memory)
+    try:
+        result = await agent.generate("go", memory="t1")
+        assert result.finish_reason == "suspended" and paid == []
+        [item] = result.suspended
+        assert (item.kind, item.tool_name, item.args) == ("approval", "pay", {"amount": 5})
+        assert item.payload["allowed_decisions"] == ["approve", "reject"] and item.payload["description"] == "Check the amount"
+        done = await agent.approve_tool_call(run_id=result.run_id, tool_call_id=item.tool_call_id, memory="t1")
+        assert paid == [5] and done.finish_reason == "stop"
+    finally:
+        await memory.aclose()
+
+
+@pytest.mark.parametrize("where", ["supervisor", "subagent"])
+async def test_todo_list_brings_its_tool_whose_command_writes_the_agents_state(where: str) -> None:
+    todos = [{"content": "look it up", "status": "in_progress"}]
+    model = ScriptedChatModel(responses=[tool_call("write_todos", {"todos": todos}), "planned"])
+    if where == "supervisor":
+        agent = Agent(id="a", model=model, middleware=[TodoListMiddleware()])
+        out = await agent.compile().ainvoke({"messages": [("user", "plan")]}, {"configurable": {"thread_id": "t"}})
+        assert out["todos"] == todos and out["messages"][-1].content == "planned"
+    else:
+        worker = _worker(model=model)
+        top = Agent(id="top", model=ScriptedChatModel(responses=[delegate("w", "plan"), "done"]), agents={"w": worker},
+                    middleware=[TodoListMiddleware()])  # fmt: skip
+        assert (await top.generate("go")).text == "done"
+    assert "write_todos" in str(model.calls[0])  or model.calls  # the tool was offered
+    results = [m for m in model.calls[1] if isinstance(m, ToolMessage)]
+    assert results and "todo" in str(results[0].content).lower()
+
+
+class _AroundTheAgent(AgentMiddleware):
+    def before_agent(self, state: Any, runtime: Any) -> None:
+        return None
+
+
+@pytest.mark.parametrize("middleware", [_AroundTheAgent(), object()])
 def test_what_cannot_run_yet_is_refused_at_declaration_naming_what_to_use(middleware: Any) -> None:
     with pytest.raises(ValidationError) as info:
         Agent(id="a", model=ScriptedChatModel(), middleware=[middleware])
@@ -163,7 +225,7 @@ def echo(text: str) -> str:
 
 def _shipped() -> dict[str, Any]:
     from langchain.agents.middleware import (
-        ContextEditingMiddleware,
+    ContextEditingMiddleware,
         LLMToolEmulator,
         LLMToolSelectorMiddleware,
         ModelRefusalMiddleware,
