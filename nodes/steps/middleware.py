@@ -56,7 +56,6 @@ _JUMPED = "middleware_jumped_to_end"
 # LangChain's middleware the turn cannot run yet, and what to use instead
 _INSTEAD = {
     "ShellToolMiddleware": "a tool of your own",
-    "ModelRouterMiddleware": "a model callable, Agent(model=lambda ctx: ...)",
 }
 
 
@@ -73,11 +72,11 @@ def unsupported(middleware: Any) -> str | None:
         return f"{type(middleware).__name__} is not a LangChain AgentMiddleware (langchain.agents.middleware)"
     name = type(middleware).__name__
     instead = _INSTEAD.get(name)
-    if instead is None and (_overridden(middleware, "before_agent") or _overridden(middleware, "after_agent")):
-        instead = "wrap_model_call / wrap_tool_call / before_model / after_model middleware, which run as steps"
+    if instead is None and _overridden(middleware, "after_agent"):
+        instead = "before_agent / wrap_model_call / wrap_tool_call / before_model / after_model middleware, which run as steps"
     if instead is None:
         return None
-    return f"{name} is not supported as agent middleware yet (it needs hooks around the whole agent); use {instead}"
+    return f"{name} is not supported as agent middleware yet (it needs a hook after the whole agent); use {instead}"
 
 
 def as_approvals(middleware: Sequence[Any], tools: Mapping[str, Any]) -> dict[str, Any]:
@@ -113,7 +112,9 @@ class MiddlewareStep(Step):
         self.name = f"middleware:{middleware.name}"
         # only the hooks it overrides (`Steps.of` reads `hooks`); its `after_model` runs on
         # the accepted answer, where what it returns can answer calls or end the run
-        picked = {hook for hook in ("before_model", "wrap_model_call", "wrap_tool_call") if _overridden(middleware, hook)}
+        picked = {
+            hook for hook in ("before_agent", "before_model", "wrap_model_call", "wrap_tool_call") if _overridden(middleware, hook)
+        }
         self.hooks = frozenset(picked | ({"after_answer"} if _overridden(middleware, "after_model") else set()))
         if isinstance(middleware, HumanInTheLoopMiddleware):
             self.hooks = frozenset()  # its approvals are declared on the tools (`as_approvals`)
@@ -121,8 +122,14 @@ class MiddlewareStep(Step):
 
     # -- around the model call ------------------------------------------------------------
 
+    async def abefore_agent(self, request: ModelRequest) -> Any:
+        return await self._before("before_agent", request)
+
     async def abefore_model(self, request: ModelRequest) -> Any:
-        update = await self._hook("before_model", _state(self, request), request.runtime)
+        return await self._before("before_model", request)
+
+    async def _before(self, hook: str, request: ModelRequest) -> Any:
+        update = await self._hook(hook, _state(self, request), request.runtime)
         if not update:
             return None
         messages = self._keep(update, request)
@@ -137,7 +144,7 @@ class MiddlewareStep(Step):
         return answer
 
     async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
-        asked = _langchain_request(request)
+        asked = _langchain_request(request, _state(self, request))
         raw: dict[str, Any] = {}
 
         async def ours(lc: LangChainModelRequest) -> ModelResponse:
@@ -267,7 +274,7 @@ def _state(step: MiddlewareStep, request: ModelRequest) -> dict[str, Any]:
     return {**request.state, **written, **run_state, "messages": list(request.messages)}
 
 
-def _langchain_request(request: ModelRequest) -> LangChainModelRequest:
+def _langchain_request(request: ModelRequest, state: dict[str, Any]) -> LangChainModelRequest:
     bound = request.model
     model, kwargs = (bound.bound, dict(bound.kwargs)) if isinstance(bound, RunnableBinding) else (bound, {})
     tools = kwargs.pop("tools", [])
@@ -278,7 +285,7 @@ def _langchain_request(request: ModelRequest) -> LangChainModelRequest:
         system_message=SystemMessage(content=request.system) if request.system else None,
         tools=list(tools),
         tool_choice=tool_choice,
-        state={**request.state, "messages": list(request.messages)},  # type: ignore[arg-type]
+        state=state,  # type: ignore[arg-type]
         runtime=request.runtime,
         model_settings=kwargs,
     )

@@ -196,6 +196,11 @@ class Step:
         instead (LangChain's `before_model` returning `jump_to="end"`)."""
         return None
 
+    async def abefore_agent(self, request: ModelRequest) -> Any:
+        """Once an agent's run, before its first model call (LangChain's `before_agent`):
+        None, or an answer that stands for the model's, as `abefore_model`'s does."""
+        return None
+
     async def abefore_model(self, request: ModelRequest) -> Any:
         """Before each model call, after the turn decided to call the model: None, or an
         answer that stands for the model's, which is then not called (LangChain's
@@ -240,6 +245,7 @@ class Steps:
     once (at compile time), so a turn never asks a step for a hook it lacks."""
 
     all: tuple[Step, ...] = ()
+    before_agent: tuple[Step, ...] = ()
     before_model: tuple[Step, ...] = ()
     wrap_model_call: tuple[Step, ...] = ()
     after_model: tuple[Step, ...] = ()
@@ -319,6 +325,10 @@ class Steps:
         """`innermost(request)` with the steps around it: each `abefore_model`, then the
         call wrapped by each `awrap_model_call` (the first step outermost, LangChain's
         order), then each `aafter_model`."""
+        for step in self.before_agent if request.iteration == 1 else ():
+            instead = await step.abefore_agent(request)
+            if instead is not None:
+                return instead
         for step in self.before_model:
             instead = await step.abefore_model(request)
             if instead is not None:  # LangChain's `jump_to="end"`: this answer, no model call
@@ -341,7 +351,7 @@ class Steps:
 
 
 S = TypeVar("S", bound=Step)
-_HOOKS = ("before_model", "wrap_model_call", "after_model", "wrap_tool_call", "answer_calls", "after_answer")
+_HOOKS = ("before_agent", "before_model", "wrap_model_call", "after_model", "wrap_tool_call", "answer_calls", "after_answer")
 NO_STEPS = Steps()
 
 

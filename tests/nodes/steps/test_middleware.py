@@ -3,7 +3,7 @@ installed `langchain`, in a supervisor and in a subagent that inherits them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
 
 import pytest
 from langchain.agents.middleware import (
@@ -22,6 +22,7 @@ from langchain.agents.middleware import (
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from pydantic import ValidationError
+from typing_extensions import TypedDict
 
 from supervisor_graph import Agent
 from supervisor_graph.compiler.build import Inherited, build_spec
@@ -195,9 +196,44 @@ async def test_todo_list_brings_its_tool_whose_command_writes_the_agents_state(w
     assert results and "todo" in str(results[0].content).lower()
 
 
+class Routed(TypedDict):
+    messages: Any
+    route: NotRequired[str]
+
+
 class _AroundTheAgent(AgentMiddleware):
-    def before_agent(self, state: Any, runtime: Any) -> None:
+    def after_agent(self, state: Any, runtime: Any) -> None:
         return None
+
+
+async def test_before_agent_runs_once_a_run_and_what_it_writes_reaches_the_model_calls() -> None:
+
+    from typing_extensions import TypedDict
+
+    class Routed(TypedDict):
+        messages: Any
+        route: NotRequired[str]
+
+    class Route(AgentMiddleware):
+        state_schema = Routed  # type: ignore[assignment]
+
+        def __init__(self) -> None:
+            self.routed = 0
+            self.seen: list[str] = []
+
+        async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+            self.routed += 1
+            return {"route": "fast"}
+
+        async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+            self.seen.append(request.state.get("route", "?"))
+            return await handler(request)
+
+    route = Route()
+    model = ScriptedChatModel(responses=[tool_call("echo", {"text": "x"}), "done"])
+    agent = Agent(id="a", model=model, tools={"echo": echo}, middleware=[route])
+    assert (await agent.generate("go")).text == "done"
+    assert route.routed == 1 and route.seen == ["fast", "fast"]
 
 
 @pytest.mark.parametrize("middleware", [_AroundTheAgent(), object()])
