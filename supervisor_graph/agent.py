@@ -25,6 +25,7 @@ from supervisor_graph.declaration.agent_rules import (
     check_tool_names,
     model_retry_policy,
 )
+from supervisor_graph.declaration.middleware import MiddlewareList
 from supervisor_graph.declaration.models import parse_model_string
 from supervisor_graph.declaration.remote import RemoteAgent, RemoteSubagent
 from supervisor_graph.declaration.tools import tools_by_name
@@ -118,9 +119,7 @@ class Agent(BaseModel):
         "result.object is the validated value, and as a subagent it answers its delegations with it.",
     )
     guardrails: list[Guardrail] | None = Field(default=None, description="Guards at its boundaries (SPEC §30); None: its parent's.")
-    middleware: list[Any] | None = Field(
-        default=None, description="LangChain v1 AgentMiddleware run as steps of its turn (SPEC §33); None: its parent's."
-    )
+    middleware: MiddlewareList | None = Field(default=None, description="LangChain middleware (SPEC §33); None: its parent's.")
     retry_policy: Any = Field(
         default_factory=lambda: model_retry_policy(),
         description="LangGraph RetryPolicy for this agent's model calls (None: no retries).",
@@ -135,17 +134,6 @@ class Agent(BaseModel):
     @classmethod
     def _output_schema(cls, value: Any) -> Any:
         return output_schema_of(value, "Agent(output_schema=...)")
-
-    @field_validator("middleware")
-    @classmethod
-    def _middleware(cls, value: list[Any] | None) -> list[Any] | None:
-        if value:  # LangChain is needed only by agents that bring its middleware
-            from supervisor_graph.nodes.steps.middleware import unsupported
-
-            for item in value:
-                if (why := unsupported(item)) is not None:
-                    raise ValueError(why)
-        return value
 
     @field_validator("id")
     @classmethod
