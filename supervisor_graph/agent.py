@@ -25,8 +25,8 @@ from supervisor_graph.declaration.agent_rules import (
     check_tool_names,
     model_retry_policy,
 )
+from supervisor_graph.declaration.fallbacks import agent_model
 from supervisor_graph.declaration.middleware import MiddlewareList
-from supervisor_graph.declaration.models import parse_model_string
 from supervisor_graph.declaration.remote import RemoteAgent, RemoteSubagent
 from supervisor_graph.declaration.tools import tools_by_name
 from supervisor_graph.memory.memory import Memory
@@ -75,7 +75,7 @@ class Agent(BaseModel):
     name: str | None = None
     description: str | None = Field(default=None, description="Required on subagents: the supervisor reads it.")
     instructions: str | Callable[..., Any] | None = None
-    model: str | BaseChatModel | Callable[..., Any]
+    model: str | BaseChatModel | Callable[..., Any] | list[Any]
     tools: dict[str, BaseTool] = Field(default_factory=dict)
     agents: dict[str, Agent | RemoteAgent | A2AAgent] = Field(
         default_factory=dict,
@@ -145,13 +145,7 @@ class Agent(BaseModel):
     @field_validator("model", mode="before")
     @classmethod
     def _known_provider(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            parse_model_string(value)
-        elif not (isinstance(value, BaseChatModel) or callable(value)):
-            raise ValueError(
-                f"model must be a 'provider/model' string, a LangChain BaseChatModel or a callable; got {type(value).__name__}"
-            )
-        return value
+        return agent_model(value)  # a list: the models to fall back on (SPEC §33)
 
     @field_validator("tools", mode="before")
     @classmethod

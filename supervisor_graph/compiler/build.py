@@ -28,6 +28,7 @@ from supervisor_graph.compiler.dynamic import SLOT, DynamicNodes
 from supervisor_graph.compiler.steps import steps_of
 from supervisor_graph.compiler.sync_nodes import with_sync_twin
 from supervisor_graph.declaration.agent_rules import check_cycles
+from supervisor_graph.declaration.fallbacks import FallbackChatModel
 from supervisor_graph.declaration.models import check_credentials, model_strings, resolve_model_string
 from supervisor_graph.declaration.remote import RemoteAgent, RemoteSubagent
 from supervisor_graph.declaration.tools import is_client_tool
@@ -139,6 +140,8 @@ def build_spec(agent: Agent, inherited: Inherited = NOTHING_INHERITED) -> AgentS
     factory = None
     if isinstance(model, str):
         factory, model = _lazy_string_model(model), None
+    elif isinstance(model, FallbackChatModel):  # retries model by model as the agent's policy says (SPEC §33)
+        model = model.retrying(agent.retry_policy)
     elif not isinstance(model, BaseChatModel):
         factory, model = model, None
     compactor = _compactor(agent)

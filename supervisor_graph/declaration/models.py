@@ -111,6 +111,8 @@ def model_strings(agent: Any) -> Iterator[str]:
     """Every model string in an agent tree (what needs provider credentials)."""
     if isinstance(agent.model, str):
         yield agent.model
+    else:  # a fallback list's (declaration/fallbacks.py), which resolves them at their first call
+        yield from getattr(agent.model, "model_strings", ())
     compaction = getattr(agent, "compaction", None)  # its summariser (SPEC §25)
     if compaction is not None and isinstance(compaction.model, str):
         yield compaction.model
