@@ -311,3 +311,25 @@ async def test_each_shipped_middleware_runs_in_a_supervisor_and_in_a_subagent(na
         assert results == ["emulated"]  # the tool did not run: a model answered for it
     if name == "LLMToolEmulator" and where == "subagent":
         assert "emulated" in str(seen.calls[1])
+
+
+@pytest.mark.parametrize("where", ["supervisor", "subagent"])
+async def test_tool_error_middleware_answers_for_a_failing_tool(where: str) -> None:
+    from langchain.agents.middleware import ToolErrorMiddleware
+
+    @tool
+    def broken(text: str) -> str:
+        """Fails."""
+        raise Down("no route")
+
+    handled = ToolErrorMiddleware(on_error=lambda exc, request: f"handled {type(exc).__name__}")
+    model = ScriptedChatModel(responses=[tool_call("broken", {"text": "x"}), "done"])
+    if where == "supervisor":
+        agent = Agent(id="a", model=model, tools={"broken": broken}, middleware=[handled])
+    else:
+        worker = _worker(model=model, tools={"broken": broken})
+        agent = Agent(id="top", model=ScriptedChatModel(responses=[delegate("w", "go"), "done"]), agents={"w": worker},
+                      middleware=[handled])  # fmt: skip
+    assert (await agent.generate("go")).text == "done"
+    [result] = [m for m in model.calls[1] if isinstance(m, ToolMessage)]
+    assert str(result.content) == "handled Down"  # the middleware's text, not the library's error
