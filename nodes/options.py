@@ -206,6 +206,9 @@ class RunHandle:
     # (`<agent path>/guard:<name>`), shared with its delegations: the result adds them
     # to its usage (they are in no message, so this is in memory only)
     guard_usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The model answers behind `guard_usage` (path, AIMessage), shared the same way: the
+    # models that gave them price them when the result's cost is read (SPEC §33)
+    guard_answers: list[tuple[str, Any]] = field(default_factory=list)
     # The run's version resolver (SPEC §13), shared with its delegations, and the version
     # in force for this agent (None: its code definition).
     versions: Any = None

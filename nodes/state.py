@@ -12,7 +12,7 @@ and resume and under LangGraph Studio, where callers send only `messages`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Annotated, Any
 
@@ -26,7 +26,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langgraph.graph.message import add_messages
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr
 from typing_extensions import TypedDict
 
 from supervisor_graph.checkpointers.compat import DeltaChannel
@@ -200,6 +200,27 @@ class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+
+    # what `cost` is: a figure, or what prices it when first read (SPEC §33: unused is free)
+    _cost: Any = PrivateAttr(default=None)
+
+    @property
+    def cost(self) -> float | None:
+        """What these tokens cost in USD, from a maintained price table (SPEC §33); None
+        when a model among them has no price there, or when nothing priced them. Priced
+        when first read, so it is no field: dumps and stream payloads leave it out."""
+        if callable(self._cost):
+            self._cost = self._cost()
+        return self._cost  # type: ignore[no-any-return]
+
+    def priced(self, cost: float | Callable[[], float | None] | None) -> Usage:
+        """This usage with its cost: a figure, or a function that prices it when first read."""
+        self._cost = cost
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        # the counts: what prices them is not part of them
+        return self.__dict__ == other.__dict__ if isinstance(other, Usage) else NotImplemented
 
 
 def feedback_message(text: str, source: str) -> HumanMessage:

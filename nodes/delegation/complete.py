@@ -29,6 +29,7 @@ from supervisor_graph.nodes.delegation.references import assign_ref, ref_line
 from supervisor_graph.nodes.delegation.result import DelegationRecord, abort_reason, failure_text, mark_aborted
 from supervisor_graph.nodes.guards.boundaries import announce_result, guard_result
 from supervisor_graph.nodes.guards.core import guarded_at
+from supervisor_graph.nodes.observability.cost import USAGE_BY_MODEL_KEY
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.observability.tracing import announce
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
@@ -153,6 +154,8 @@ async def finish_delegation(delegation: Delegation) -> Command[Any]:
         # checkpointed with the tool message, so the parent's usage by agent survives a
         # pause, a resume and a new process exactly as its usage does
         artifact[USAGE_BY_AGENT_KEY] = record.usage_by_agent
+    if record.usage_by_model:  # the same calls by model: the parent's result prices them when read (SPEC §33)
+        artifact[USAGE_BY_MODEL_KEY] = record.usage_by_model
     hooked = delegation.opts.delegation.on_delegation_complete is not None
     payload: dict[str, Any] = {"call": call, "artifact": artifact, "text": record.text, "prompt": record.prompt}
     if guarded:  # a guard's retry runs the delegation again (SPEC §30)

@@ -123,6 +123,7 @@ async def _sub_handle(
         durable=handle.durable,
         scratch=handle.scratch,
         guard_usage=handle.guard_usage,
+        guard_answers=handle.guard_answers,
         versions=handle.versions,
         override=await handle.versions.resolve(agent_id) if handle.versions is not None else None,
         # its parent's budgets and its own (`modified_budget`, else `Agent(budget=)`), from now

@@ -16,6 +16,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from supervisor_graph.nodes.guards.core import TripwireError
+from supervisor_graph.nodes.observability.cost import RunCosts
 from supervisor_graph.nodes.state import Usage
 from supervisor_graph.nodes.steps.structured_output import StructuredOutputError
 
@@ -86,6 +87,9 @@ class DelegationRecord:
     # `usage` split by agent, keyed by path from this subagent (its id first): it rides
     # in the delegation's artifact so the parent's `usage_by_agent` has the whole tree
     usage_by_agent: dict[str, dict[str, int]] = field(default_factory=dict)
+    # the same calls by path and model (`usage_by_model_of_run`): in the artifact too, so
+    # the parent prices the whole tree when its result's cost is read (SPEC §33)
+    usage_by_model: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     finish_reason: str = "stop"
     sub_agent_tool_results: list[dict[str, Any]] = field(default_factory=list)
     sub_agent_pending_tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -129,10 +133,17 @@ class DelegationRecord:
 
     def to_result(self) -> DelegationResult:
         result = DelegationResult.model_validate(self.summary())
+        result.usage.priced(self._cost)
         if self.object is None:
             return result
         value = self.schema.to_object(self.object) if self.schema is not None else self.object
         return result.model_copy(update={"object": value})
+
+
+    def _cost(self) -> float | None:
+        """USD of the delegation's model calls, its subagents' included (SPEC §33)."""
+        by_agent = self.usage_by_agent or {self.agent_id: self.usage}  # a remote one has its total only
+        return RunCosts(by_agent, self.usage_by_model).total()
 
 
 def _error_text(error: BaseException | None) -> str | None:

@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from supervisor_graph.nodes.delegation.result import DelegationRecord, abort_reason, mark_aborted
+from supervisor_graph.nodes.observability.cost import usage_by_model_of_run
 from supervisor_graph.nodes.state import run_start, usage_by_agent_of_run, usage_total
 from supervisor_graph.nodes.steps.structured_output import OutputSchema, StructuredOutputError
 from supervisor_graph.nodes.text import text_of
@@ -31,6 +32,7 @@ def record_transcript(record: DelegationRecord, latest: dict[str, Any]) -> None:
     start = run_start(messages)
     record.messages = list(messages[start:])
     record.usage_by_agent = usage_by_agent_of_run(record.messages, 0, record.agent_id)
+    record.usage_by_model = usage_by_model_of_run(record.messages, 0, record.agent_id)
     record.usage = usage_total(record.usage_by_agent)
     record.sub_agent_tool_results = _tool_results(record.messages)
 

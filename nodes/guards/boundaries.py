@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langchain_core.messages import ToolMessage
@@ -116,11 +116,15 @@ def _ask(request: dict[str, Any]) -> tuple[bool, int]:
             request = {**request, "error": str(exc)}
 
 
-def guard_spent(handle: RunHandle, guard: str, usage: dict[str, int]) -> None:
+def guard_spent(handle: RunHandle, guard: str, usage: Mapping[str, Any], answer: Any = None) -> None:
     """A guard's model tokens: in the run's usage under the guard's name, and against the
-    run's budgets like any model call's."""
-    add_usage(handle.guard_usage.setdefault(f"{'/'.join(handle.agent_path)}/guard:{guard}", zero_usage()), usage)
-    spend(handle.budget, usage)
+    run's budgets like any model call's; its `answer` (the judge's message), when given,
+    names the model that prices them (SPEC §33)."""
+    path = f"{'/'.join(handle.agent_path)}/guard:{guard}"
+    add_usage(handle.guard_usage.setdefault(path, zero_usage()), usage)
+    if answer is not None:
+        handle.guard_answers.append((path, answer))
+    spend(handle.budget, usage, answer)
 
 
 async def cross(
@@ -161,6 +165,7 @@ async def cross(
         subagent=subagent,
         attempt=attempt,
         record_usage=lambda name, usage: guard_spent(handle, name, usage),
+        record_answer=lambda name, answer: guard_spent(handle, name, answer.usage_metadata, answer),
         before=before,
         held_from=held_from,
     )

@@ -168,6 +168,10 @@ class GuardContext(BaseModel):
     """Set by the node: a guard that calls a model reports each call's tokens here,
     `record_usage(guard_name, {"input_tokens", "output_tokens", "total_tokens"})`, so they
     count in `usage_by_agent` (under the guard's name) and against the run's budgets."""
+    record_answer: Callable[[str, Any], None] | None = None
+    """Set by the node: a guard that calls a chat model may hand each answer (the
+    `AIMessage`) here instead of `record_usage`, `record_answer(guard_name, answer)`: its
+    tokens count alike, and the model that gave it prices it (SPEC §33)."""
 
 
 # -- declaring a guard ------------------------------------------------------------------
@@ -326,6 +330,7 @@ async def check_boundary(
     attempt: int = 0,
     on_verdict: Callable[[Guardrail, str, Any], None] | None = None,
     record_usage: Callable[[str, dict[str, int]], None] | None = None,
+    record_answer: Callable[[str, Any], None] | None = None,
     before: str = "",
     held_from: int | None = None,
 ) -> GuardOutcome:
@@ -346,6 +351,7 @@ async def check_boundary(
             guard=guard.name,
             attempt=attempt,
             record_usage=record_usage,
+            record_answer=record_answer,
             before=before,
             held_from=held_from,
         )

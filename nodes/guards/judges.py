@@ -127,7 +127,9 @@ class JudgeGuard:
         answer = await self.judge.ainvoke([SystemMessage(f"{self.instructions}\n\n{_DATA}"), HumanMessage(self.prompt(ctx))], config)
         raw = answer.get("raw") if isinstance(answer, dict) else None
         usage = getattr(raw, "usage_metadata", None)
-        if usage and ctx.record_usage is not None:
+        if usage and ctx.record_answer is not None:
+            ctx.record_answer(name, raw)
+        elif usage and ctx.record_usage is not None:
             ctx.record_usage(name, {k: int(usage.get(k, 0) or 0) for k in ("input_tokens", "output_tokens", "total_tokens")})
         verdict = answer.get("parsed") if isinstance(answer, dict) else answer
         if isinstance(verdict, dict):

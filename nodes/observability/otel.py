@@ -1,7 +1,8 @@
 """OpenTelemetry spans following the GenAI agent conventions (SPEC §24), made from the
 LangChain runs of a graph: `invoke_agent <name>` for each run of an agent (the top agent
 and each delegation, nested), `execute_tool <name>` for each tool call, the agent's
-token usage on its span, and an error status naming the error type only.
+token usage and what it cost in USD (`supervisor_graph.usage.cost_usd`, SPEC §33) on its
+span, and an error status naming the error type only.
 
 A callback handler rather than spans opened in the nodes, because an agent's run spans
 several graph steps (and, for a delegation that pauses, several node tasks); LangChain
@@ -20,9 +21,13 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from supervisor_graph.nodes.observability.cost import ByModel, add_call, model_key, price_models
 from supervisor_graph.nodes.observability.tracing import AGENT_ID_KEY, AGENT_NAME_KEY, AGENT_PATH_KEY_META, TRACING_KEY
 
-__all__ = ["AgentSpanHandler", "guard_span", "span_handler", "traceparent_headers"]
+__all__ = ["COST_ATTRIBUTE", "AgentSpanHandler", "guard_span", "span_handler", "traceparent_headers"]
+
+# the agent span's attribute for what its own model calls cost, in USD
+COST_ATTRIBUTE = "supervisor_graph.usage.cost_usd"
 
 _RECENT = 4096  # ended runs remembered, so a background task started by one can nest under it
 
@@ -35,6 +40,7 @@ class _Run:
     agent: Any = None  # the span of the agent whose run this is (for usage)
     nearest: Any = None  # the nearest span at or above this run
     usage: list[int] = field(default_factory=lambda: [0, 0])  # an agent span's input, output tokens
+    models: ByModel = field(default_factory=dict)  # the same by model, priced when the span ends
     traced: bool = True
 
 
@@ -158,9 +164,12 @@ class AgentSpanHandler(BaseCallbackHandler):
             return
         for generations in getattr(response, "generations", None) or ():
             for generation in generations:
-                usage = getattr(getattr(generation, "message", None), "usage_metadata", None) or {}
+                message = getattr(generation, "message", None)
+                usage = getattr(message, "usage_metadata", None) or {}
                 owner.usage[0] += int(usage.get("input_tokens") or 0)
                 owner.usage[1] += int(usage.get("output_tokens") or 0)
+                if usage:
+                    add_call(owner.models, model_key(message), usage)
 
     def _agent_run(self, run: _Run) -> _Run | None:
         """The run that owns the agent span `run` reports to."""
@@ -183,6 +192,10 @@ class AgentSpanHandler(BaseCallbackHandler):
         if run.span is run.agent:
             run.span.set_attribute("gen_ai.usage.input_tokens", run.usage[0])
             run.span.set_attribute("gen_ai.usage.output_tokens", run.usage[1])
+            # no GenAI convention names a cost yet (SPEC §33): ours, in USD, left out when unknown
+            cost = price_models(run.models)
+            if cost is not None:
+                run.span.set_attribute(COST_ATTRIBUTE, cost)
         if error is not None:
             # the type only: a provider's message may hold the user's data
             run.span.set_attribute("error.type", type(error).__name__)

@@ -1,5 +1,5 @@
-"""Budgets (SPEC §25): limits on the tokens, wall time and tool calls a run may spend,
-checked before each model call.
+"""Budgets (SPEC §25, §33): limits on the tokens, money, wall time and tool calls a run
+may spend, checked before each model call.
 
 A `budget=` call option covers the whole tree (the supervisor and every delegation,
 nested and parallel); `Agent(budget=...)` covers each run of that agent (each call of a
@@ -14,6 +14,12 @@ What counts:
 - tokens: the usage each model response reports (`usage_metadata["total_tokens"]`, input
   plus output), added to every meter of the agent that made the call as it arrives, so
   no message list is summed again; a remote subagent's usage when its delegation ends.
+- cost: USD, each model call priced as it arrives by the model that answered (a guard's
+  judge too; `nodes/observability/cost.py`), only in a scope with a cost limit
+  (`BudgetScope.priced`): a budget without one prices nothing. A call whose model has no
+  price (a local model, a test double, a remote subagent's total, a summary) cannot be
+  counted: it counts nothing toward the cost limit, with one warning per model. Its
+  tokens still count toward a `tokens` limit, the one to add beside `cost` for them.
 - tool_calls: each of the agent's own tools that runs (after its approval); delegations
   and the library's own tools (working memory, background-task control) are not tool
   calls. A call beyond the limit does not run: its result is `[Budget exceeded]
@@ -52,6 +58,7 @@ from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from supervisor_graph.nodes.delegation.result import DelegationRecord
+from supervisor_graph.nodes.observability.cost import call_cost
 from supervisor_graph.nodes.options import capability_option
 from supervisor_graph.nodes.state import UsageCounts, add_usage, zero_usage
 from supervisor_graph.nodes.steps.protocol import ModelHandler, ModelRequest, Step, ToolHandler, ToolRequest
@@ -84,17 +91,17 @@ BUDGET_EXCEEDED = "[Budget exceeded]"
 # share of a limit at which the agent is told to finish
 NOTICE_AT = 0.8
 # the limits in the order a stop names them (the first one used up)
-_LIMITS = ("tokens", "tool_calls", "seconds")
-_NAMES = {"tokens": "token budget", "tool_calls": "tool-call budget", "seconds": "time budget"}
+_LIMITS = ("tokens", "tool_calls", "seconds", "cost")
+_NAMES = {"tokens": "token budget", "tool_calls": "tool-call budget", "seconds": "time budget", "cost": "cost budget"}
 
 
 class Budget(BaseModel):
-    """`{"tokens": int, "seconds": float, "tool_calls": int}`, any of them; a limit left
-    out is no limit.
+    """`{"tokens": int, "seconds": float, "tool_calls": int, "cost": float}`, any of
+    them; a limit left out is no limit. `cost` is in USD (SPEC §33).
 
     Example:
         >>> Budget.model_validate({"tokens": 10_000, "seconds": 60})
-        Budget(tokens=10000, seconds=60.0, tool_calls=None)
+        Budget(tokens=10000, seconds=60.0, tool_calls=None, cost=None)
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -102,10 +109,11 @@ class Budget(BaseModel):
     tokens: int | None = Field(default=None, ge=0, strict=True, description="Tokens (input + output) reported by the models.")
     seconds: float | None = Field(default=None, ge=0, description="Wall time from the start of the run it covers.")
     tool_calls: int | None = Field(default=None, ge=0, strict=True, description="Tool calls that run (not delegations).")
+    cost: float | None = Field(default=None, ge=0, description="USD the model calls cost, priced by the models that answered.")
 
     @property
     def limited(self) -> bool:
-        return self.tokens is not None or self.seconds is not None or self.tool_calls is not None
+        return self.tokens is not None or self.seconds is not None or self.tool_calls is not None or self.cost is not None
 
 
 # `budget=` of a call (a `Budget` or its dict) and of a graph run's context
@@ -120,12 +128,15 @@ class BudgetMeter:
     started: float = field(default_factory=time.monotonic)
     usage: UsageCounts = field(default_factory=zero_usage)
     tool_calls: int = 0
+    cost: float = 0.0  # USD, counted only under a cost limit
 
     def used(self, limit: str) -> float:
         if limit == "tokens":
             return self.usage["total_tokens"]
         if limit == "tool_calls":
             return self.tool_calls
+        if limit == "cost":
+            return self.cost
         return time.monotonic() - self.started
 
     def share(self, limit: str) -> float | None:
@@ -147,6 +158,11 @@ class BudgetScope:
     noticed: set[tuple[int, str]] = field(default_factory=set)
     # the limit that stopped this agent, once one did
     exceeded: str | None = None
+    # a meter has a cost limit: each model call is priced as it arrives
+    priced: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.priced = any(meter.limits.cost is not None for meter in self.meters)
 
 
 def _budget(value: Budget | Mapping[str, Any] | None) -> Budget | None:
@@ -219,14 +235,21 @@ def _figures(meter: BudgetMeter, limit: str) -> str:
     cap = getattr(meter.limits, limit)
     if limit == "seconds":
         return f"{meter.used(limit):,.1f} of {cap:,g} seconds"
+    if limit == "cost":
+        return f"${meter.used(limit):,.4f} of ${cap:,g}"
     return f"{int(meter.used(limit)):,} of {cap:,}"
 
 
-def spend(scope: BudgetScope | None, usage: Mapping[str, Any] | None) -> None:
+def spend(scope: BudgetScope | None, usage: Mapping[str, Any] | None, answer: Any = None) -> None:
     """Add one model call's reported usage (or a remote delegation's total) to every
-    meter of `scope`."""
+    meter of `scope`; under a cost limit, its price too, by the model that gave `answer`
+    (none given, or no price: nothing, SPEC §33)."""
     if scope is None or not usage:
         return
+    if scope.priced:
+        cost = call_cost(usage, answer)
+        for meter in scope.meters:
+            meter.cost += cost or 0.0
     if not usage.get("total_tokens"):
         usage = {**usage, "total_tokens": int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)}
     for meter in scope.meters:
@@ -308,7 +331,7 @@ class BudgetMeters(Step):
                 spend(scope, usage)
         answer = out[0] if isinstance(out, tuple) else out  # a streamed answer comes with what its guards decided
         if isinstance(answer, AIMessage):
-            spend(scope, answer.usage_metadata)
+            spend(scope, answer.usage_metadata, answer)
         return out
 
     async def awrap_tool_call(self, request: ToolRequest, handler: ToolHandler) -> Any:

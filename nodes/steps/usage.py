@@ -47,7 +47,9 @@ def dropped(handle: RunHandle, emit: Emitter, answers: Sequence[Any], iteration:
     `step-finish` (without the answer's reasoning artefacts)."""
     for answer in answers:
         if isinstance(answer, AIMessage) and answer.usage_metadata:
-            count_dropped(handle.budget, handle.guard_usage, "/".join(handle.agent_path), answer.usage_metadata)
+            path = "/".join(handle.agent_path)
+            count_dropped(handle.budget, handle.guard_usage, path, answer.usage_metadata)
+            handle.guard_answers.append((path, answer))  # its model prices it (SPEC §33)
             emit("step-finish", {**step_finish(answer, iteration), "reasoning_artifacts": []})
 
 

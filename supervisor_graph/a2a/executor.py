@@ -8,7 +8,8 @@ events become A2A updates:
 
 - the supervisor's text deltas -> `TaskArtifactUpdateEvent`s appending to the `answer`
   artifact (subagents' own text stays inside their delegations);
-- `RUN_FINISHED` success -> `completed`, its status message holding the answer;
+- `RUN_FINISHED` success -> `completed`, its status message holding the answer, its
+  metadata the run's `usage` and `cost` in USD (SPEC §33);
 - `RUN_FINISHED` interrupt -> `input-required`, the message naming what waits and how to
   answer (`answers.py`), a data part listing the waiting items;
 - `RUN_FINISHED` cancelled -> `canceled`; `RUN_ERROR` -> `failed` with the message and
@@ -48,6 +49,7 @@ from supervisor_graph.a2a.answers import describe, plan_answers, waiting_data
 from supervisor_graph.agui.agent import AGUIAgent
 from supervisor_graph.agui.frontend import InputError
 from supervisor_graph.agui.outcomes import client_error
+from supervisor_graph.agui.usage import usage_and_cost
 
 __all__ = ["CANCEL_WAIT", "SupervisorExecutor"]
 
@@ -253,9 +255,15 @@ class SupervisorExecutor(AgentExecutor):
             await updater.add_artifact(
                 [new_data_part(value)], artifact_id=f"{task_id}-answer", name="answer", append=bool(answer)
             )
-            await updater.complete(_message(task_id, context_id, answer, value))
+            await self._complete(updater, end, _message(task_id, context_id, answer, value))
         else:
-            await updater.complete(_message(task_id, context_id, answer))
+            await self._complete(updater, end, _message(task_id, context_id, answer))
+
+    async def _complete(self, updater: TaskUpdater, end: BaseEvent, message: Message) -> None:
+        """Complete the task, the run's usage and cost in its status update's metadata
+        (SPEC §33), where an A2A client of ours (`A2AAgent`) reads them."""
+        usage = end.usage if isinstance(end, RunFinishedEvent) else None
+        await updater.update_status(TaskState.TASK_STATE_COMPLETED, message=message, metadata=usage_and_cost(usage))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id, context.context_id

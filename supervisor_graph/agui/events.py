@@ -43,6 +43,7 @@ from supervisor_graph.agui.streams import MessageStreams
 from supervisor_graph.agui.subagents import Invocation, SubagentTracker, error_code, subagent_run_id
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.agui.usage import UsageMeter
+from supervisor_graph.nodes.observability.cost import token_usage_cost
 from supervisor_graph.nodes.steps.working_memory import WORKING_MEMORY_TOOL
 from supervisor_graph.run.chunks import StreamChunk
 from supervisor_graph.run.facade import GenerateResult
@@ -342,13 +343,16 @@ class RunTranslator:
             if invocation.namespace != ns:
                 events.append(self._cancelled(invocation))
             elif p.get("success"):
-                usage = [u.model_dump(mode="json", by_alias=True) for u in self.usage.within(ns)]
+                within = self.usage.within(ns)
+                meta: dict[str, Any] = {"usage": [u.model_dump(mode="json", by_alias=True) for u in within]}
+                if self.s.dialect is SUPERVISOR_GRAPH:  # USD (SPEC §33); the Mastra dialect keeps its shape
+                    meta["cost"] = token_usage_cost(within)
                 events.append(
                     SubagentFinishedEvent(
                         subagent_run_id=invocation.subagent_run_id,
                         outcome=SubagentFinishedSuccessOutcome(),
                         result=p.get("text"),
-                        metadata={self.s.dialect.key: {"usage": usage}},
+                        metadata={self.s.dialect.key: meta},
                         timestamp=_now(),
                     )
                 )
@@ -376,7 +380,8 @@ class RunTranslator:
     # -- the end ----------------------------------------------------------------
 
     def _metadata(self, reason: str) -> dict[str, Any]:
-        by_agent = self.usage.by_agent() if self.s.dialect is SUPERVISOR_GRAPH else {}
+        ours = self.s.dialect is SUPERVISOR_GRAPH
+        by_agent = self.usage.by_agent() if ours else {}
         return self.s.dialect.meta(
             finish_reason=reason,
             # each agent's own calls of this run, shaped like `usage` (SPEC §24); left out of
@@ -384,6 +389,9 @@ class RunTranslator:
             usage_by_agent={path: [u.model_dump(mode="json", by_alias=True) for u in usage] for path, usage in by_agent.items()}
             if by_agent
             else OMIT,
+            # what `usage` cost in USD, and each agent's share (SPEC §33): None when a model has no price
+            cost=self.usage.cost() if ours else OMIT,
+            cost_by_agent={path: token_usage_cost(usage) for path, usage in by_agent.items()} if by_agent else OMIT,
         )
 
     def finish(self, result: GenerateResult) -> list[BaseEvent]:

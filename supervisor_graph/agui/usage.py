@@ -1,5 +1,6 @@
 """Token usage per provider and model (and per agent), from the `step-finish` chunk
-every model call (at any depth) ends with.
+every model call (at any depth) ends with, and what it cost in USD (SPEC §33: each
+provider and model's counts priced by `genai-prices`; None when one has no price).
 
 A run counts only the calls it streams: a run that pauses reports the calls it made
 before pausing, the resumed run only its own, so each call is counted once.
@@ -11,7 +12,9 @@ from typing import Any
 
 from ag_ui.core import TokenUsage, aggregate_token_usage, token_usage_from_langchain_metadata
 
-__all__ = ["UsageMeter"]
+from supervisor_graph.nodes.observability.cost import token_usage_cost
+
+__all__ = ["UsageMeter", "usage_and_cost"]
 
 
 class UsageMeter:
@@ -43,3 +46,15 @@ class UsageMeter:
         for _, path, entry in self._calls:
             paths.setdefault(path, []).append(entry)
         return {path: aggregate_token_usage(entries) for path, entries in paths.items()}
+
+    def cost(self) -> float | None:
+        """USD of every call (`total`'s entries priced)."""
+        return token_usage_cost(self.total())
+
+
+def usage_and_cost(entries: list[TokenUsage] | None) -> dict[str, Any]:
+    """A run's `RUN_FINISHED.usage` as the metadata A2A and MCP answers carry (SPEC §33):
+    `{"usage": {"input_tokens", "output_tokens", "total_tokens"}, "cost": USD or None}`."""
+    entries = entries or []
+    usage = {key: sum(getattr(e, key) or 0 for e in entries) for key in ("input_tokens", "output_tokens", "total_tokens")}
+    return {"usage": usage, "cost": token_usage_cost(entries)}

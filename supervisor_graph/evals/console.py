@@ -1,5 +1,5 @@
 """The report in a terminal: a table of cases (result, pass rate and pass^k with
-repeats, tokens, time, finish reason, the differences) and the totals, with rich.
+repeats, tokens, cost, time, finish reason, the differences) and the totals, with rich.
 
 A case id is never wrapped or cut: it is what a reader greps a CI log for and pastes
 into a case file. Piped (a CI log, a file), the table is as wide as its content, as
@@ -14,7 +14,8 @@ from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
 
-from supervisor_graph.evals.report import EvalReport
+from supervisor_graph.evals.report import EvalReport, usd
+from supervisor_graph.nodes.observability.cost import sum_costs
 
 __all__ = ["print_report"]
 
@@ -29,6 +30,7 @@ def print_report(report: EvalReport, console: Console) -> None:
         table.add_column("pass rate", justify="right")
         table.add_column(f"pass^{report.repeat}", justify="right")
     table.add_column("tokens", justify="right")
+    table.add_column("cost", justify="right")
     table.add_column("time", justify="right")
     table.add_column("finish")
     table.add_column("differences", overflow="fold")
@@ -39,7 +41,8 @@ def print_report(report: EvalReport, console: Console) -> None:
             cells += [f"{case.pass_rate:.2f}", f"{case.pass_k:.2f}"]
         tokens = sum(r.tokens for r in case.runs) // max(len(case.runs), 1)
         seconds = sum(r.seconds for r in case.runs) / max(len(case.runs), 1)
-        cells += [str(tokens), f"{seconds:.2f} s", str(run.finish_reason or "-"), case.summary() if case.status != "passed" else ""]
+        cost = sum_costs(r.cost for r in case.runs)
+        cells += [str(tokens), usd(cost / max(len(case.runs), 1) if cost is not None else None), f"{seconds:.2f} s", str(run.finish_reason or "-"), case.summary() if case.status != "passed" else ""]
         table.add_row(*cells)
     _print_whole(console, table)
     console.print(report.totals_line(), markup=False, highlight=False)

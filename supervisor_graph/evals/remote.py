@@ -17,6 +17,7 @@ from typing import Any
 from supervisor_graph.evals.cases import Case, Decision
 from supervisor_graph.evals.targets import Transcript, _waiting, decision_payload_of, thread_for
 from supervisor_graph.evals.trajectory import DELEGATION_PREFIX, AgentRun, ToolUse
+from supervisor_graph.nodes.observability.cost import sum_costs, token_usage_cost
 
 __all__ = ["RemoteTarget", "tree_of_events"]
 
@@ -147,6 +148,7 @@ class RemoteTarget:
                     names.update(events.names)
                     usage = (events.finished or {}).get("usage") or []
                     out.tokens += sum(int(_get(u, "total_tokens") or 0) for u in usage if isinstance(u, dict))
+                    out.cost = sum_costs((out.cost, token_usage_cost(u for u in usage if isinstance(u, dict))))
                     outcome = (events.finished or {}).get("outcome") or {}
                     if outcome.get("type") != "interrupt":
                         break

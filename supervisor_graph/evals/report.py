@@ -1,5 +1,5 @@
 """The report of an evaluation (SPEC §31): per case pass or fail with every difference,
-tokens, time and finish reason; totals that keep run, scored and errored apart; pass rate
+tokens, cost in USD (SPEC §33), time and finish reason; totals that keep run, scored and errored apart; pass rate
 and pass^k with repeats; better and worse against a baseline; JSON and JUnit XML."""
 
 from __future__ import annotations
@@ -14,10 +14,16 @@ from xml.etree import ElementTree as ET
 from pydantic import BaseModel, ConfigDict, Field
 
 from supervisor_graph.evals.matching import Difference
+from supervisor_graph.nodes.observability.cost import sum_costs
 
-__all__ = ["BaselineDiff", "CaseReport", "EvalReport", "RunOutcome", "pass_hat_k"]
+__all__ = ["BaselineDiff", "CaseReport", "EvalReport", "RunOutcome", "pass_hat_k", "usd"]
 
 Status = Literal["passed", "failed", "errored"]
+
+
+def usd(cost: float | None) -> str:
+    """A cost as the report prints it."""
+    return "cost unknown" if cost is None else f"${cost:.4f}"
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
@@ -36,6 +42,8 @@ class RunOutcome(BaseModel):
     error: str | None = None
     differences: list[Difference] = Field(default_factory=list)
     tokens: int = 0
+    cost: float | None = None
+    """USD (SPEC §33); None when a model has no price."""
     seconds: float = 0.0
     finish_reason: str | None = None
     tool_calls: int = 0
@@ -119,6 +127,7 @@ class EvalReport(BaseModel):
             "runs_errored": len(runs) - len(scored),
             "pass_rate": round(sum(1 for r in scored if r.status == "passed") / len(scored), 4) if scored else None,
             "tokens": sum(r.tokens for r in runs),
+            "cost": sum_costs(r.cost for r in runs),
             "seconds": round(sum(r.seconds for r in runs), 3),
         }
 
@@ -198,7 +207,10 @@ class EvalReport(BaseModel):
                 ET.SubElement(element, tag, message=first, type=case.status).text = detail
             out = ET.SubElement(element, "system-out")
             run = case.runs[-1]
-            out.text = f"tokens={run.tokens} seconds={run.seconds} finish_reason={run.finish_reason} tool_calls={run.tool_calls}"
+            out.text = (
+                f"tokens={run.tokens} cost={run.cost} seconds={run.seconds} finish_reason={run.finish_reason} "
+                f"tool_calls={run.tool_calls}"
+            )
         return ET.tostring(suites, encoding="unicode", xml_declaration=True)
 
     def write_junit(self, path: str | Path) -> None:
@@ -210,7 +222,9 @@ class EvalReport(BaseModel):
         for case in self.cases:
             rate = f" pass rate {case.pass_rate:.2f}, pass^{self.repeat} {case.pass_k:.2f}" if self.repeat > 1 else ""
             run = case.runs[-1]
-            lines.append(f"{case.status.upper():8} {case.id}{rate} ({run.tokens} tokens, {run.seconds:.2f} s, {run.finish_reason})")
+            lines.append(
+                f"{case.status.upper():8} {case.id}{rate} ({run.tokens} tokens, {usd(run.cost)}, {run.seconds:.2f} s, {run.finish_reason})"
+            )
             lines += [f"    - {line}" for line in case.summary().splitlines()] if case.status != "passed" else []
         if self.baseline is not None:
             lines += [f"better: {line}" for line in self.baseline.better] + [f"worse: {line}" for line in self.baseline.worse]
@@ -222,5 +236,5 @@ class EvalReport(BaseModel):
         return (
             f"{t['cases']} cases: {t['passed']} passed, {t['failed']} failed, {t['errored']} errored; "
             f"{t['runs']} runs, {t['runs_scored']} scored, {t['runs_errored']} errored{rate}; "
-            f"{t['tokens']} tokens, {t['seconds']:.2f} s"
+            f"{t['tokens']} tokens, {usd(t['cost'])}, {t['seconds']:.2f} s"
         )

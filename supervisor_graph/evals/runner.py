@@ -146,6 +146,7 @@ async def _run_one(runner: Any, case: Case, attempt: int, scorers: dict[str, Any
         status="failed" if differences else "passed",
         differences=differences,
         tokens=transcript.tokens,
+        cost=transcript.cost,
         seconds=round(seconds, 3),
         finish_reason=transcript.finish_reason,
         tool_calls=transcript.tree.count_tool_calls(),

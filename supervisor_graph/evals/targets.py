@@ -15,8 +15,9 @@ from supervisor_graph.agent import Agent
 from supervisor_graph.evals.cases import Case, Decision, DelegationExpect
 from supervisor_graph.evals.trajectory import AgentRun, read_tree
 from supervisor_graph.memory.memory import Memory
+from supervisor_graph.nodes.observability.cost import RunCosts, sum_costs, usage_by_model_of_run
 from supervisor_graph.nodes.scope.context import RequestContext
-from supervisor_graph.nodes.state import usage_of_run
+from supervisor_graph.nodes.state import usage_by_agent_of_run, usage_of_run
 from supervisor_graph.nodes.text import text_of
 
 __all__ = ["AgentTarget", "GraphTarget", "HarnessError", "Transcript", "decision_payload_of", "thread_for"]
@@ -35,6 +36,8 @@ class Transcript:
     object: Any = None
     finish_reason: str = "stop"
     tokens: int = 0
+    cost: float | None = 0.0
+    """USD (SPEC §33); None when a model has no price."""
     tree: AgentRun = field(default_factory=lambda: AgentRun(agent_id="agent"))
     messages: list[BaseMessage] = field(default_factory=list)
     waiting: str | None = None
@@ -102,6 +105,7 @@ class AgentTarget:
                     result = await agent.approve_tool_call(**target, args=decision.args)
             records.update({d.tool_call_id: d for d in result.delegations})
             out.tokens += result.usage.total_tokens
+            out.cost = sum_costs((out.cost, result.cost))
             if out.waiting:
                 break
         assert result is not None
@@ -175,6 +179,7 @@ class GraphTarget:
                 values = await self.graph.ainvoke(answer, config, context=context)
             messages = values.get("messages") or []
             out.tokens += usage_of_run(messages, start)["total_tokens"]
+            out.cost = sum_costs((out.cost, _cost_of_run(messages, start, self.name)))
             if out.waiting:
                 break
         messages = values.get("messages") or []
@@ -186,6 +191,12 @@ class GraphTarget:
         out.messages = messages[_last_human(messages) + 1 :]
         out.tree = await read_tree(self.name, messages, self.memory)
         return out
+
+
+def _cost_of_run(messages: list[Any], start: int, agent_id: str) -> float | None:
+    """USD of the model calls since `start`, subagents' included (SPEC §33)."""
+    by_agent = usage_by_agent_of_run(messages, start, agent_id)
+    return RunCosts(by_agent, usage_by_model_of_run(messages, start, agent_id)).total()
 
 
 def _last_human(messages: list[Any]) -> int:

@@ -10,6 +10,9 @@ A run that pauses for approval cannot be answered over MCP (the tool has no answ
 input, and most MCP clients could not show one): the result names what waits (tool,
 arguments, interrupt id) and where to answer it (the playground, or AG-UI `resume`).
 
+Each result's `_meta` holds the run's `usage` (input, output and total tokens) and its
+`cost` in USD (SPEC §33: None when a model has no price).
+
 As the run advances the client hears `notifications/progress` (with a progress token)
 and `notifications/message` (see `supervisor_graph.mcp.progress`). The server declares
 what it has, and only that: `tools` and `logging`; FastMCP's empty resource and prompt
@@ -61,6 +64,7 @@ from supervisor_graph.agui.agent import AGUIAgent
 from supervisor_graph.agui.jsonrpc import with_checked_body
 from supervisor_graph.agui.outcomes import client_error
 from supervisor_graph.agui.serving import DEFAULT_MAX_THREAD_ID_LENGTH, thread_id_problem
+from supervisor_graph.agui.usage import usage_and_cost
 from supervisor_graph.mcp.progress import ProgressReporter
 from supervisor_graph.run.busy import OnBusy
 
@@ -78,8 +82,10 @@ def _error(code: str, message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=f"{code}: {message}")], isError=True)
 
 
-def _result(text: str, **structured: Any) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], structuredContent=structured)
+def _result(text: str, end: RunFinishedEvent | None = None, **structured: Any) -> CallToolResult:
+    """A tool result; the run's usage and cost in USD (SPEC §33) in its `_meta`."""
+    meta = usage_and_cost(end.usage) if end is not None else None
+    return CallToolResult(content=[TextContent(type="text", text=text)], structuredContent=structured, _meta=meta)
 
 
 def result_schema(answer: dict[str, Any]) -> dict[str, Any]:
@@ -324,6 +330,7 @@ def _ask(bridge: AGUIAgent, agui_path: str, max_thread_id_length: int | None) ->
             forwarded_props={"on_busy": on_busy} if on_busy is not None else {},  # double texting (SPEC §29)
         )
         texts: dict[str, list[str]] = {}
+        end: RunFinishedEvent | None = None
         progress = ProgressReporter(ctx, bridge.agent, attributed=bridge.subagent_visibility == "attributed")
         async with aclosing(cast(AsyncGenerator[BaseEvent, None], bridge.run(run_input, request=request))) as events:
             async for event in events:
@@ -335,11 +342,12 @@ def _ask(bridge: AGUIAgent, agui_path: str, max_thread_id_length: int | None) ->
                 elif isinstance(event, RunErrorEvent):
                     return _error(event.code or "AGENT_ERROR", event.message)
                 elif isinstance(event, RunFinishedEvent):
+                    end = event
                     ended = _finished(event, _said(texts), thread, request, agui_path)
                     if ended is not None:
                         return ended
         answer = _said(texts)
-        return _result(answer, status="answered", thread_id=thread, answer=answer)
+        return _result(answer, end, status="answered", thread_id=thread, answer=answer)
 
     return ask
 
@@ -354,16 +362,16 @@ def _finished(event: RunFinishedEvent, said: str, thread: str, request: Any, agu
     plain answer, its text the messages')."""
     if event.result is not None:  # a typed answer (SPEC §28)
         answer = json.dumps(event.result, ensure_ascii=False)
-        return _result(answer, status="answered", thread_id=thread, answer=answer, object=event.result)
+        return _result(answer, event, status="answered", thread_id=thread, answer=answer, object=event.result)
     outcome = event.outcome
     if outcome is not None and outcome.type == "interrupt":
         waiting = [_waiting(i) for i in getattr(outcome, "interrupts", [])]
         base = str(request.base_url).rstrip("/") if request is not None else ""
         text = _paused_text(waiting, thread, base, agui_path)
-        return _result(text, status="paused", thread_id=thread, waiting=waiting)
+        return _result(text, event, status="paused", thread_id=thread, waiting=waiting)
     if outcome is not None and outcome.type == "cancelled":
         # stopped before it answered: a newer message on the thread (on_busy
         # interrupt / rollback) or a cancel; what it said so far is kept
         text = "The run was stopped before it answered (a newer message on this thread, or a cancel)."
-        return _result(f"{text}\n{said}" if said else text, status="stopped", thread_id=thread)
+        return _result(f"{text}\n{said}" if said else text, event, status="stopped", thread_id=thread)
     return None

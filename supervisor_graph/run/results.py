@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
@@ -13,6 +14,7 @@ from supervisor_graph.nodes.delegation.control import (
     DelegationResult,
 )
 from supervisor_graph.nodes.guards.core import Tripwire
+from supervisor_graph.nodes.observability.cost import RunCosts, usage_by_model_of_run
 from supervisor_graph.nodes.state import add_usage, run_start, usage_by_agent_of_run, usage_total, zero_usage
 from supervisor_graph.nodes.steps.decisions import ALL_DECISIONS
 from supervisor_graph.nodes.steps.structured_output import OutputSchema, StructuredOutputError
@@ -97,6 +99,14 @@ class GenerateResult(BaseModel):
     from the top agent down, joined by `/`, e.g. `"parent/research-agent"`); the entries
     sum to `usage`. Derived from the checkpointed messages as `usage` is, so it stays
     right across a pause and resume."""
+
+    @property
+    def cost(self) -> float | None:
+        """What the run's model calls cost in USD (SPEC §33): `usage.cost`, the sum of the
+        `cost` of each `usage_by_agent` entry. Priced from pydantic's `genai-prices` table
+        by the model that answered each call, when first read (so no field of a dump);
+        None when a model among them has no price there (one warning per model), never 0."""
+        return self.usage.cost
 
 
 def _new_messages(run: Run, messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
@@ -192,14 +202,20 @@ def build_result(run: Run, values: dict[str, Any] | None, aborted: bool) -> Gene
         for path, counts in handle.guard_usage.items():
             add_usage(by_agent.setdefault(path, zero_usage()), counts)
     usage = usage_total(by_agent)
+    # priced only when read (SPEC §33: unused is free)
+    costs = RunCosts(
+        by_agent,
+        partial(usage_by_model_of_run, messages, start, run.agent.id),
+        list(handle.guard_answers) if handle is not None else (),
+    )
     return GenerateResult(
         # a hard stop (SPEC §7) ends on a turn whose tool calls never ran: its text is the answer
         text=text,
         object=schema.to_object(value) if schema is not None and not aborted and not interrupts else None,
         error=StructuredOutputError.from_dict(error) if error and reason == "error" else None,
         messages=new,
-        usage=Usage(**usage),
-        usage_by_agent={path: Usage(**counts) for path, counts in by_agent.items()},
+        usage=Usage(**usage).priced(costs.total),
+        usage_by_agent={path: Usage(**counts).priced(partial(costs.of, path)) for path, counts in by_agent.items()},
         finish_reason=reason,
         tripwire=tripwire,
         run_id=run.run_id,

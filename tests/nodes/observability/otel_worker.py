@@ -1,7 +1,7 @@
 """Runs a team under an OpenTelemetry SDK tracer provider and prints the spans it made as
 JSON (a process of its own: a process sets its global tracer provider once).
 
-    python otel_worker.py facade|graph|background|remote [OTLP endpoint]
+    python otel_worker.py facade|graph|background|remote|cost [OTLP endpoint]
 """
 
 from __future__ import annotations
@@ -109,6 +109,10 @@ async def main(mode: str) -> dict[str, Any]:
             memory=Memory(storage=":memory:"),
         )
         await parent.generate_until_idle("go", memory={"thread": "bg"})
+    elif mode == "cost":  # SPEC §33: a priced model, and a subagent whose model has no price
+        local = Agent(id="local-agent", name="Local", description="Local.", model=ScriptedChatModel(responses=["ok"]))
+        priced = ScriptedChatModel(model_name="gpt-4o", provider="openai", responses=[delegate("local", "go"), "done"])
+        await Agent(id="priced-agent", name="Priced", model=priced, agents={"local": local}).generate("go")
     elif mode == "remote":
         server = ThreadingHTTPServer(("127.0.0.1", 0), FakeServer)
         threading.Thread(target=server.serve_forever, daemon=True).start()
