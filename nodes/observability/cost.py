@@ -57,8 +57,9 @@ _UNPRICED: set[str] = set()
 
 
 def model_key(message: Any) -> str:
-    """`provider:model` of the model that gave `message` (`:` when it names none)."""
-    meta = getattr(message, "response_metadata", None) or {}
+    """`provider:model` of the model that gave `message` (or its JSON, as a server sends
+    it; `:` when it names none)."""
+    meta = (message.get("response_metadata") if isinstance(message, Mapping) else getattr(message, "response_metadata", None)) or {}
     return f"{meta.get('model_provider') or ''}:{meta.get('model_name') or meta.get('model') or ''}"
 
 

@@ -40,7 +40,7 @@ class _Run:
     agent: Any = None  # the span of the agent whose run this is (for usage)
     nearest: Any = None  # the nearest span at or above this run
     usage: list[int] = field(default_factory=lambda: [0, 0])  # an agent span's input, output tokens
-    models: ByModel = field(default_factory=dict)  # the same by model, priced when the span ends
+    models: ByModel | None = None  # the same by model (once it has some), priced when the span ends
     traced: bool = True
 
 
@@ -169,6 +169,8 @@ class AgentSpanHandler(BaseCallbackHandler):
                 owner.usage[0] += int(usage.get("input_tokens") or 0)
                 owner.usage[1] += int(usage.get("output_tokens") or 0)
                 if usage:
+                    if owner.models is None:
+                        owner.models = {}
                     add_call(owner.models, model_key(message), usage)
 
     def _agent_run(self, run: _Run) -> _Run | None:
@@ -193,7 +195,7 @@ class AgentSpanHandler(BaseCallbackHandler):
             run.span.set_attribute("gen_ai.usage.input_tokens", run.usage[0])
             run.span.set_attribute("gen_ai.usage.output_tokens", run.usage[1])
             # no GenAI convention names a cost yet (SPEC §33): ours, in USD, left out when unknown
-            cost = price_models(run.models)
+            cost = price_models(run.models or {})
             if cost is not None:
                 run.span.set_attribute(COST_ATTRIBUTE, cost)
         if error is not None:

@@ -21,6 +21,7 @@ from langgraph.types import interrupt
 
 from supervisor_graph.nodes.delegation.result import DelegationRecord
 from supervisor_graph.nodes.errors import SupervisorGraphError
+from supervisor_graph.nodes.observability.cost import ByModel, add_call, model_key
 from supervisor_graph.nodes.observability.otel import traceparent_headers
 from supervisor_graph.nodes.options import RunHandle
 from supervisor_graph.nodes.remote.delegation import RemoteDelegation, RemoteEndpoint, remote_delegation_node
@@ -74,11 +75,15 @@ def _add_usage(total: dict[str, int], message: dict[str, Any]) -> None:
 def _outcome(values: dict[str, Any], record: DelegationRecord) -> None:
     messages = [m for m in values.get("messages") or [] if isinstance(m, dict)]
     record.usage = zero_usage()
+    by_model: ByModel = {}  # the same calls by the model that answered: priced when read (SPEC §33)
     last_ai = None
     for message in messages:
         if message.get("type") in ("ai", "AIMessage", "AIMessageChunk"):
             _add_usage(record.usage, message)
+            if message.get("usage_metadata"):
+                add_call(by_model, model_key(message), message["usage_metadata"])
             last_ai = message
+    record.usage_by_model = {record.agent_id: by_model} if by_model else {}
     record.text = text_of_content(last_ai.get("content")) if last_ai is not None else ""
     record.finish_reason = str(values.get("finish_reason") or "stop")
 

@@ -176,3 +176,25 @@ async def test_a_judges_calls_are_priced_and_count_toward_a_cost_budget() -> Non
     assert result.cost == pytest.approx(one_judgement + 2 * priced("gpt-4o-mini", "openai", 10, 5))
     capped = await agent.generate("read it", budget={"cost": one_judgement / 2})
     assert capped.finish_reason == "budget"  # the judge alone used the budget up
+
+
+async def test_generate_until_idle_sums_the_cost_of_its_runs() -> None:
+    def boss_policy(messages: list[Any]) -> Any:
+        last = messages[-1]
+        if str(last.content).startswith("[Background task"):
+            return "reported"
+        return "started" if isinstance(last, ToolMessage) else delegate("research", "dig")
+
+    research = Agent(id="research-agent", description="Digs.", model=ScriptedChatModel(model_name="gpt-4o-mini", provider="openai", policy=lambda m: "dug"))
+    boss = Agent(
+        id="boss",
+        model=ScriptedChatModel(model_name="gpt-4o", provider="openai", policy=boss_policy),
+        agents={"research": research},
+        memory=Memory(":memory:"),
+        background_tasks={"tools": {"research": {}}},
+    )
+    result = await boss.generate_until_idle("go", memory={"thread": "idle"})
+    assert result.text == "reported"
+    # three calls of the boss over two runs (the task's own calls are not the runs' usage)
+    assert result.usage_by_agent["boss"].cost == pytest.approx(3 * priced("gpt-4o", "openai", 10, 5))
+    assert result.cost == pytest.approx(3 * priced("gpt-4o", "openai", 10, 5))
