@@ -139,7 +139,6 @@ class DelegationRecord:
         value = self.schema.to_object(self.object) if self.schema is not None else self.object
         return result.model_copy(update={"object": value})
 
-
     def _cost(self) -> float | None:
         """USD of the delegation's model calls, its subagents' included (SPEC §33)."""
         by_agent = self.usage_by_agent or {self.agent_id: self.usage}  # a remote one has its total only

@@ -52,6 +52,9 @@ ByModel = dict[str, dict[str, int]]
 USAGE_BY_MODEL_KEY = "usage_by_model"
 
 _DETAILS = ("cache_read", "cache_creation")
+# what the warning about tokens no model accounts for says
+_NO_MODEL = "tokens that name no model"
+_NO_MODEL_WHY = "a remote subagent's total, a summary, a custom guard's record_usage, or a model that does not say its name"
 # models (keys) this process found no price for: warned about once, not looked up again
 _UNPRICED: set[str] = set()
 
@@ -59,7 +62,8 @@ _UNPRICED: set[str] = set()
 def model_key(message: Any) -> str:
     """`provider:model` of the model that gave `message` (or its JSON, as a server sends
     it; `:` when it names none)."""
-    meta = (message.get("response_metadata") if isinstance(message, Mapping) else getattr(message, "response_metadata", None)) or {}
+    meta = message.get("response_metadata") if isinstance(message, Mapping) else getattr(message, "response_metadata", None)
+    meta = meta or {}
     return f"{meta.get('model_provider') or ''}:{meta.get('model_name') or meta.get('model') or ''}"
 
 
@@ -118,7 +122,7 @@ def price(key: str, counts: Mapping[str, int]) -> float | None:
         return None
     provider, _, model = key.partition(":")
     if not model:
-        _unpriced("tokens that name no model", "a remote subagent's total, or a model that does not say its name")
+        _unpriced(_NO_MODEL, _NO_MODEL_WHY)
         return None
     try:
         from genai_prices import Usage as PricedUsage
@@ -211,7 +215,8 @@ class RunCosts:
 
     def _priced(self) -> dict[str, float | None]:
         if self._costs is None:
-            by_model = self._by_model() if callable(self._by_model) else {p: dict(m) for p, m in self._by_model.items()}
+            stored = self._by_model() if callable(self._by_model) else self._by_model
+            by_model = {path: {key: dict(c) for key, c in models.items()} for path, models in stored.items()}
             for path, answer in self._answers:
                 if answer.usage_metadata:
                     add_call(by_model.setdefault(path, {}), model_key(answer), answer.usage_metadata)
@@ -231,6 +236,6 @@ def _path_cost(counts: Mapping[str, Any], by_model: ByModel) -> float | None:
     guard's tokens: they name no model)."""
     known = sum(c.get("input_tokens", 0) + c.get("output_tokens", 0) for c in by_model.values())
     if known < int(counts.get("input_tokens") or 0) + int(counts.get("output_tokens") or 0):
-        _unpriced("tokens that name no model", "a remote subagent's total, or a guard's that names no model")
+        _unpriced(_NO_MODEL, _NO_MODEL_WHY)
         return None
     return price_models(by_model)
