@@ -26,7 +26,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langgraph.graph.message import add_messages
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
 from typing_extensions import TypedDict
 
 from supervisor_graph.checkpointers.compat import DeltaChannel
@@ -194,12 +194,28 @@ class SupervisorState(TypedDict, total=False):
 UsageCounts = dict[str, int]
 
 
+# the input tokens a provider's prompt cache read and wrote (SPEC §33), part of `input_tokens`
+CACHE_KEYS = ("cache_read_tokens", "cache_creation_tokens")
+
+
 class Usage(BaseModel):
-    """Token usage summed over model calls (a run's, or one delegation's), subagents' included."""
+    """Token usage summed over model calls (a run's, or one delegation's), subagents' included;
+    of the input, what the provider's prompt cache read and wrote (SPEC §33)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a run its providers cached nothing of reports as before caching was counted
+        data: dict[str, Any] = handler(self)
+        for key in CACHE_KEYS:
+            if not data.get(key):
+                data.pop(key, None)
+        return data
 
     # what `cost` is: a figure, or what prices it when first read (SPEC §33: unused is free)
     _cost: Any = PrivateAttr(default=None)
@@ -238,6 +254,19 @@ def add_usage(total: UsageCounts, more: Any) -> UsageCounts:
     total["input_tokens"] += int(get("input_tokens", 0) or 0)
     total["output_tokens"] += int(get("output_tokens", 0) or 0)
     total["total_tokens"] += int(get("total_tokens", 0) or 0)
+    details = get("input_token_details")
+    if details:  # LangChain's usage of one call
+        read = details.get("cache_read")
+        # langchain-anthropic counts a write by its lifetime when Anthropic says which
+        written = details.get("cache_creation") or (details.get("ephemeral_5m_input_tokens") or 0) + (
+            details.get("ephemeral_1h_input_tokens") or 0
+        )
+    else:  # counts of ours (a subagent's, a delegation's)
+        read, written = get("cache_read_tokens"), get("cache_creation_tokens")
+    if read:  # the keys only once a cache was used: counts stay as they were without one
+        total["cache_read_tokens"] = total.get("cache_read_tokens", 0) + int(read)
+    if written:
+        total["cache_creation_tokens"] = total.get("cache_creation_tokens", 0) + int(written)
     return total
 
 

@@ -120,6 +120,7 @@ class Agent(BaseModel):
     )
     guardrails: list[Guardrail] | None = Field(default=None, description="Guards at its boundaries (SPEC §30); None: its parent's.")
     middleware: MiddlewareList | None = Field(default=None, description="LangChain middleware (SPEC §33); None: its parent's.")
+    prompt_cache: bool = Field(default=True, description="Ask its model's provider to cache its prompt prefix (SPEC §33).")
     retry_policy: Any = Field(
         default_factory=lambda: model_retry_policy(),
         description="LangGraph RetryPolicy for this agent's model calls (None: no retries).",

@@ -25,7 +25,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from supervisor_graph.background.server import server_host
 from supervisor_graph.compiler.dynamic import SLOT, DynamicNodes
-from supervisor_graph.compiler.steps import steps_of
+from supervisor_graph.compiler.steps import asks_to_cache, steps_of
 from supervisor_graph.compiler.sync_nodes import with_sync_twin
 from supervisor_graph.declaration.agent_rules import check_cycles
 from supervisor_graph.declaration.fallbacks import FallbackChatModel
@@ -179,6 +179,7 @@ def build_spec(agent: Agent, inherited: Inherited = NOTHING_INHERITED) -> AgentS
             guards=guards,
             runs_tools=len(client_tools) < len(tools),
             middleware=middleware,
+            prompt_cache=agent.prompt_cache and asks_to_cache(agent.model),
         ),
         versions_for=resolver_for,
         server_host_for=server_host,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from supervisor_graph.declaration.models import parse_model_string
 from supervisor_graph.nodes.background.control import ControlTools
 from supervisor_graph.nodes.background.tasks import BackgroundSettings
 from supervisor_graph.nodes.guards.core import Guardrail
@@ -20,12 +21,22 @@ from supervisor_graph.nodes.guards.step import GuardedTurn
 from supervisor_graph.nodes.steps.budget import AgentBudget, Budget
 from supervisor_graph.nodes.steps.compaction import Compaction, Compactor
 from supervisor_graph.nodes.steps.decisions import APPROVALS, EDIT_NOTE
+from supervisor_graph.nodes.steps.prompt_cache import CACHING_PROVIDERS, PromptCache, asks
 from supervisor_graph.nodes.steps.protocol import Step, Steps
 from supervisor_graph.nodes.steps.structured_output import OutputSchema, StructuredOutput
 from supervisor_graph.nodes.steps.usage import UsageLedger
 from supervisor_graph.nodes.steps.working_memory import WorkingMemory, WorkingMemoryStep
 
-__all__ = ["steps_of"]
+__all__ = ["asks_to_cache", "steps_of"]
+
+
+def asks_to_cache(model: Any) -> bool:
+    """Whether an agent declaring `model` gets the prompt-cache step (SPEC §33): a model
+    string or chat model of a provider that must be asked (Anthropic, OpenAI), or a
+    callable, which may return one; any other agent pays nothing for it."""
+    if isinstance(model, str):
+        return parse_model_string(model)[0] in CACHING_PROVIDERS
+    return asks(model)
 
 
 def steps_of(
@@ -41,10 +52,12 @@ def steps_of(
     guards: Sequence[Guardrail] = (),
     runs_tools: bool = False,
     middleware: Sequence[Any] = (),
+    prompt_cache: bool = False,
 ) -> Steps:
     """The steps of agent `agent_id` (`delegation_tools`: its delegation tool names by
     subagent key, `server_host_for`, for background tasks a server hosts, and
-    `runs_tools`: it has tools the tools node runs, whose calls a person may decide)."""
+    `runs_tools`: it has tools the tools node runs, whose calls a person may decide;
+    `prompt_cache`: its model's provider must be asked to cache prompts, SPEC §33)."""
     steps: list[Step] = []
     if runs_tools:
         # every agent with tools: a run may ask before each call (`require_tool_approval`);
@@ -56,6 +69,8 @@ def steps_of(
         from supervisor_graph.nodes.steps.middleware import MiddlewareStep
 
         steps.extend(MiddlewareStep(m) for m in middleware)
+    if prompt_cache:  # inside what may change the system prompt for good, outside what appends to it per call
+        steps.append(PromptCache())
     if compactor is not None:
         steps.append(Compaction(compactor))
     if working_memory is not None:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import time
 import uuid
+from collections.abc import Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.background.tasks import FINAL_STATUSES
 from supervisor_graph.nodes.observability.cost import sum_costs
+from supervisor_graph.nodes.state import add_usage, zero_usage
 from supervisor_graph.run.call import Run, answer_outcomes
 from supervisor_graph.run.chunks import Usage, make_chunk
 from supervisor_graph.run.results import GenerateResult, background_pending
@@ -158,26 +160,25 @@ def _cost_sum(usages: list[Usage]) -> float | None:
     return sum_costs(u.cost for u in usages)
 
 
+def _summed(usages: Iterable[Usage]) -> Usage:
+    total = zero_usage()
+    for u in usages:
+        add_usage(total, u.model_dump())
+    return Usage(**total)
+
+
 def _combined(results: list[GenerateResult]) -> GenerateResult:
     last = results[-1]
     if len(results) == 1:
         return last
-    usage = Usage(
-        input_tokens=sum(r.usage.input_tokens for r in results),
-        output_tokens=sum(r.usage.output_tokens for r in results),
-        total_tokens=sum(r.usage.total_tokens for r in results),
-    ).priced(partial(_cost_sum, [r.usage for r in results]))
+    usage = _summed(r.usage for r in results).priced(partial(_cost_sum, [r.usage for r in results]))
     by_agent: dict[str, Usage] = {}
     parts: dict[str, list[Usage]] = {}
     for r in results:  # the same agent in several runs: one entry, their sum
         for path, u in r.usage_by_agent.items():
-            had = by_agent.get(path) or Usage()
-            by_agent[path] = Usage(
-                input_tokens=had.input_tokens + u.input_tokens,
-                output_tokens=had.output_tokens + u.output_tokens,
-                total_tokens=had.total_tokens + u.total_tokens,
-            ).priced(partial(_cost_sum, parts.setdefault(path, [])))
-            parts[path].append(u)
+            had = by_agent.get(path)
+            parts.setdefault(path, []).append(u)
+            by_agent[path] = u if had is None else _summed((had, u)).priced(partial(_cost_sum, parts[path]))
     return last.model_copy(
         update={
             "messages": [m for r in results for m in r.messages],

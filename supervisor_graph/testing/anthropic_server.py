@@ -13,7 +13,12 @@ It speaks `POST /v1/messages` where it matters: a non-streamed request gets one
 (`text_delta`, or `input_json_delta` pieces of a `tool_use` block's input),
 `content_block_stop`, `message_delta` (stop reason and the message's usage) and
 `message_stop`. `POST /v1/messages/count_tokens` answers an estimate (4 characters a
-token). Replies come from `reply(body) -> str | {"tool": name, "args": {...}}`; the
+token). A request that marks cache breakpoints (`cache_control` on blocks, or at the
+top for the last block) gets the usage fields of Anthropic's prompt cache: a prefix up
+to a breakpoint the server saw before, byte for byte, is read
+(`cache_read_input_tokens`), the rest up to the last breakpoint written
+(`cache_creation_input_tokens`), and `input_tokens` counts what is left, so that the
+three add up to `USAGE`'s input. Replies come from `reply(body) -> str | {"tool": name, "args": {...}}`; the
 default (`default_reply`) makes any supervisor delegate once and sum up, like the fake
 OpenAI server's. In tests, `with FakeAnthropic(reply) as server:` serves on a free
 port from a thread (`server.base_url`, `server.requests`). Needs the `agui` extra
@@ -25,9 +30,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from supervisor_graph.testing.http_server import ThreadedServer, delegate_once, provider_app, serve_main
+from supervisor_graph.testing.http_server import SeenPrefixes, ThreadedServer, delegate_once, provider_app, serve_main
 
-__all__ = ["USAGE", "FakeAnthropic", "app", "default_reply", "is_tool_result", "main", "text_of"]
+__all__ = ["USAGE", "FakeAnthropic", "app", "default_reply", "is_tool_result", "main", "text_of", "usage_of"]
 
 USAGE = {"input_tokens": 11, "output_tokens": 7}
 
@@ -70,7 +75,8 @@ def app(reply: Reply = default_reply, requests: list[dict[str, Any]] | None = No
     from fastapi import Request
     from fastapi.responses import JSONResponse
 
-    api = provider_app("/v1/messages", _respond, reply, requests)
+    cache = SeenPrefixes()
+    api = provider_app("/v1/messages", lambda body, answer: _respond(body, answer, usage_of(body, cache)), reply, requests)
     # (no `from __future__ import annotations` here: FastAPI reads `Request` from the
     # annotation object itself, which a local import leaves out of the module globals)
 
@@ -82,7 +88,43 @@ def app(reply: Reply = default_reply, requests: list[dict[str, Any]] | None = No
     return api
 
 
-def _respond(body: dict[str, Any], answer: Any) -> Any:
+def usage_of(body: dict[str, Any], cache: SeenPrefixes) -> dict[str, Any]:
+    """`USAGE`, split by what the prompt cache read and wrote when the request marks breakpoints."""
+    blocks: list[Any] = []
+    writes: list[int] = []
+
+    def add(where: str, block: Any) -> None:
+        if isinstance(block, dict) and "cache_control" in block:  # a breakpoint: not part of the cached bytes
+            writes.append(len(blocks))
+            block = {key: value for key, value in block.items() if key != "cache_control"}
+        blocks.append([where, block])
+
+    for tool in body.get("tools") or []:  # Anthropic's order: tools, system, messages
+        add("tools", tool)
+    system = body.get("system")
+    for block in [{"type": "text", "text": system}] if isinstance(system, str) else system or []:
+        add("system", block)
+    for i, message in enumerate(body.get("messages") or []):
+        content = message.get("content")
+        for block in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
+            add(f"{i}:{message.get('role')}", block)
+    if body.get("cache_control") and blocks:  # automatic caching: the last block
+        writes.append(len(blocks) - 1)
+    if not writes:
+        return USAGE
+    read, written = cache.account(blocks, writes)
+    total = USAGE["input_tokens"]
+    hits, writing = int(total * read), int(total * written)
+    return {
+        **USAGE,
+        "input_tokens": total - hits - writing,
+        "cache_read_input_tokens": hits,
+        "cache_creation_input_tokens": writing,
+        "cache_creation": {"ephemeral_5m_input_tokens": writing, "ephemeral_1h_input_tokens": 0},
+    }
+
+
+def _respond(body: dict[str, Any], answer: Any, usage: dict[str, Any] = USAGE) -> Any:
     """`answer` as the Messages API gives it: one message, or its server-sent events."""
     from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -104,7 +146,7 @@ def _respond(body: dict[str, Any], answer: Any) -> Any:
         "content": [block],
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": USAGE,
+        "usage": usage,
     }
     if not body.get("stream"):
         return JSONResponse(message)
@@ -119,7 +161,8 @@ def _sse(message: dict[str, Any]) -> Iterator[str]:
     # as the real API: message_start carries the input tokens (and one output token),
     # message_delta the cumulative usage of the whole message (input tokens included,
     # which is what langchain-anthropic counts)
-    start = {**message, "content": [], "stop_reason": None, "usage": {"input_tokens": USAGE["input_tokens"], "output_tokens": 1}}
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     yield _event("message_start", {"message": start})
     block = message["content"][0]
     if block["type"] == "tool_use":
@@ -137,7 +180,7 @@ def _sse(message: dict[str, Any]) -> Iterator[str]:
             yield _event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}})
     yield _event("content_block_stop", {"index": 0})
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    yield _event("message_delta", {"delta": delta, "usage": USAGE})
+    yield _event("message_delta", {"delta": delta, "usage": usage})
     yield _event("message_stop", {})
 
 

@@ -6,13 +6,49 @@ context manager for tests), and the `python -m` entry that serves it in the fore
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, Self
 
-__all__ = ["ThreadedServer", "delegate_once", "free_port", "provider_app", "serve_main"]
+__all__ = ["SeenPrefixes", "ThreadedServer", "delegate_once", "free_port", "provider_app", "serve_main"]
+
+
+class SeenPrefixes:
+    """A provider's prompt cache as a fake server keeps it: the prefixes of the prompts
+    it was asked to cache, by digest, so that a later prompt starting with the very same
+    bytes reads them (SPEC §33)."""
+
+    def __init__(self) -> None:
+        self._seen: set[bytes] = set()
+        self._lock = threading.Lock()
+
+    def account(self, blocks: list[Any], writes: Iterable[int], scope: str = "") -> tuple[float, float]:
+        """`(read, written)`: the shares of the prompt made of `blocks` (JSON values, in
+        the provider's order) its cache read and wrote, when cache entries are written at
+        the ends of the blocks numbered `writes` and read at the end of any block up to
+        the last of them (`scope`: a key the provider keeps caches apart by)."""
+        running = hashlib.sha256(scope.encode())
+        digests, ends, size = [], [], 0
+        for block in blocks:
+            text = json.dumps(block, sort_keys=True, separators=(",", ":"))
+            running.update(text.encode())
+            size += len(text)
+            digests.append(running.copy().digest())
+            ends.append(size)
+        writes = sorted(i for i in set(writes) if 0 <= i < len(blocks))
+        if not writes or not size:
+            return 0.0, 0.0
+        last = writes[-1]
+        with self._lock:
+            hit = next((i for i in range(last, -1, -1) if digests[i] in self._seen), -1)
+            read = ends[hit] if hit >= 0 else 0
+            written = ends[last] - read
+            self._seen.update(digests[i] for i in writes)
+        return read / size, written / size
 
 
 def delegate_once(asked: str, after_tool: bool, tools: Iterable[str]) -> Any:

@@ -9,7 +9,10 @@ then, in another shell:
 
 It speaks `/v1/chat/completions` like vLLM, Ollama or LM Studio where it matters:
 streamed responses carry usage only when the request sets
-`stream_options.include_usage`; non-streamed ones always do. Replies come from
+`stream_options.include_usage`; non-streamed ones always do. A request with a
+`prompt_cache_key` gets `usage.prompt_tokens_details.cached_tokens`: the share of its
+prompt (tools, then messages) that starts, byte for byte, like one sent before under
+that key. Replies come from
 `reply(body) -> str | {"tool": name, "args": {...}}`; the default (`default_reply`)
 makes any supervisor delegate once and sum up: a model offered `agent-*` tools calls
 the first with the user's text, a subagent answers its prompt, and a turn after a
@@ -24,9 +27,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from supervisor_graph.testing.http_server import ThreadedServer, delegate_once, provider_app, serve_main
+from supervisor_graph.testing.http_server import SeenPrefixes, ThreadedServer, delegate_once, provider_app, serve_main
 
-__all__ = ["USAGE", "FakeOpenAI", "app", "default_reply", "main"]
+__all__ = ["USAGE", "FakeOpenAI", "app", "default_reply", "main", "usage_of"]
 
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 
@@ -50,10 +53,21 @@ def default_reply(body: dict[str, Any]) -> Any:
 
 def app(reply: Reply = default_reply, requests: list[dict[str, Any]] | None = None) -> Any:
     """The FastAPI app; every request body is appended to `requests` when given."""
-    return provider_app("/v1/chat/completions", _respond, reply, requests)
+    cache = SeenPrefixes()
+    return provider_app("/v1/chat/completions", lambda body, answer: _respond(body, answer, usage_of(body, cache)), reply, requests)
 
 
-def _respond(body: dict[str, Any], answer: Any) -> Any:
+def usage_of(body: dict[str, Any], cache: SeenPrefixes) -> dict[str, Any]:
+    """`USAGE`, with the cached share of its prompt when the request names a cache key."""
+    key = body.get("prompt_cache_key")
+    if not key:
+        return USAGE
+    blocks = [body.get("tools") or [], *(body.get("messages") or [])]
+    read, _ = cache.account(blocks, range(len(blocks)), str(key))  # OpenAI caches every prefix it sees
+    return {**USAGE, "prompt_tokens_details": {"cached_tokens": int(USAGE["prompt_tokens"] * read)}}
+
+
+def _respond(body: dict[str, Any], answer: Any, usage: dict[str, Any] = USAGE) -> Any:
     """`answer` as a chat completion, or its server-sent chunks."""
     from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -70,13 +84,13 @@ def _respond(body: dict[str, Any], answer: Any) -> Any:
         message, finish = {"role": "assistant", "content": str(answer)}, "stop"
     if not body.get("stream"):
         return JSONResponse(
-            {**base, "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": USAGE}
+            {**base, "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
         )
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    return StreamingResponse(_sse(base, message, finish, include_usage), media_type="text/event-stream")
+    return StreamingResponse(_sse(base, message, finish, usage if include_usage else None), media_type="text/event-stream")
 
 
-def _sse(base: dict[str, Any], message: dict[str, Any], finish: str, include_usage: bool) -> Iterator[str]:
+def _sse(base: dict[str, Any], message: dict[str, Any], finish: str, usage: dict[str, Any] | None) -> Iterator[str]:
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
         choices = [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
         return "data: " + json.dumps({**base, "object": "chat.completion.chunk", "choices": choices}) + "\n\n"
@@ -88,8 +102,8 @@ def _sse(base: dict[str, Any], message: dict[str, Any], finish: str, include_usa
         for word in str(message["content"]).split(" "):
             yield chunk({"content": word + " "})
     yield chunk({}, finish)
-    if include_usage:  # as real servers do: only when the request asked for it
-        yield "data: " + json.dumps({**base, "object": "chat.completion.chunk", "choices": [], "usage": USAGE}) + "\n\n"
+    if usage is not None:  # as real servers do: only when the request asked for it
+        yield "data: " + json.dumps({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage}) + "\n\n"
     yield "data: [DONE]\n\n"
 
 

@@ -57,6 +57,7 @@ EXPECT = {
     "observability-1": "['invoke_agent Editor', 'invoke_agent Researcher']",
     "what-a-subagent-sees-and-what-its-supervisor-sees-of-it-1": "True True True",
     "budgets-1": "[Budget exceeded] tokens\nstop 90",
+    "prompt-caching-1": "{'type': 'ephemeral'} {'type': 'ephemeral'} {'type': 'ephemeral'}\nTrue True",
     "compaction-1": "turn 10: 2095 -> 721 tokens\nturn 16: 2113 -> 721 tokens",
     "a-supervisor-that-answers-an-object-1": "Report ['adaptive tutors', 'faster marking']",
     "subagents-with-a-schema-1": "[{'facts': ['water boils at 100 C']}] Water boils at 100 C.",
