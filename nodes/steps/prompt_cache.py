@@ -21,9 +21,10 @@ LangChain's middleware, outside compaction, working memory and budgets.
 
 The step changes the model of the call, once per bound model: a variant bound with the
 provider's settings (for Anthropic a `_MarkedSystem`, which also marks the system
-message as the prompt reaches it). The compiler adds the step only to agents whose
-model is one of these providers, or a callable that may return one (`asks`); a model
-of another provider handed to it at run time passes through unchanged.
+message as the prompt reaches it); a model made of others, a fallback list
+(`members_as`), gets each member's. The compiler adds the step only to agents whose
+model is one of these providers, or a list or callable that may hold one; a model of
+another provider handed to it at run time passes through unchanged.
 """
 
 from __future__ import annotations
@@ -104,6 +105,11 @@ def variant(model: Any, system: str, agent_path: Sequence[str]) -> Any:
     """`model` bound to ask its provider to cache the prompt's prefix (`system`: the
     agent's system prompt, whose end is Anthropic's second breakpoint); `model` itself
     for a provider that caches without being asked, or not at all."""
+    inner: Any = model.bound if isinstance(model, RunnableBinding) else model
+    members_as = getattr(inner, "members_as", None)
+    if callable(members_as):  # a fallback list: each member asks its own provider
+        each = members_as(lambda member: variant(member, system, agent_path))
+        return each if inner is model else model.model_copy(update={"bound": each})
     provider = provider_of(model)
     if provider == "openai":
         chat = model.bound if isinstance(model, RunnableBinding) else model

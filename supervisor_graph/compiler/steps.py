@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from supervisor_graph.declaration.fallbacks import FallbackChatModel
 from supervisor_graph.declaration.models import parse_model_string
 from supervisor_graph.nodes.background.control import ControlTools
 from supervisor_graph.nodes.background.tasks import BackgroundSettings
@@ -32,10 +33,13 @@ __all__ = ["asks_to_cache", "steps_of"]
 
 def asks_to_cache(model: Any) -> bool:
     """Whether an agent declaring `model` gets the prompt-cache step (SPEC §33): a model
-    string or chat model of a provider that must be asked (Anthropic, OpenAI), or a
-    callable, which may return one; any other agent pays nothing for it."""
+    string or chat model of a provider that must be asked (Anthropic, OpenAI), a fallback
+    list holding one, or a callable, which may return one; any other agent pays nothing
+    for it."""
     if isinstance(model, str):
         return parse_model_string(model)[0] in CACHING_PROVIDERS
+    if isinstance(model, FallbackChatModel):
+        return any(asks_to_cache(item.model) for item in model.models)
     return asks(model)
 
 

@@ -28,7 +28,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManager
@@ -112,6 +112,8 @@ class FallbackChatModel(BaseChatModel):
     # this copy's: the tools and settings it was bound with, and each member bound to them
     _binding: tuple[list[Any], dict[str, Any]] | None = PrivateAttr(default=None)
     _bound: dict[int, Runnable[Any, Any]] = PrivateAttr(default_factory=dict)
+    # what becomes of each member once bound (`members_as`: prompt caching's settings)
+    _change: Callable[[Runnable[Any, Any]], Runnable[Any, Any]] | None = PrivateAttr(default=None)
 
     @property
     def _llm_type(self) -> str:
@@ -145,12 +147,20 @@ class FallbackChatModel(BaseChatModel):
         copy._binding, copy._bound = (list(tools), kwargs), {}
         return copy
 
+    def members_as(self, change: Callable[[Runnable[Any, Any]], Runnable[Any, Any]]) -> FallbackChatModel:
+        """This model, each member bound as it is, then changed by `change`: how a step asks
+        each member's provider for what it needs (prompt caching, SPEC §33)."""
+        copy = self.model_copy()
+        copy._bound, copy._change = {}, change
+        return copy
+
     def member(self, index: int) -> Runnable[Any, Any]:
         """Model `index`, resolved and bound as this model is."""
         bound = self._bound.get(index)
         if bound is None:
             model = self._model(index)
-            bound = self._bound[index] = model if self._binding is None else model.bind_tools(self._binding[0], **self._binding[1])
+            bound = model if self._binding is None else model.bind_tools(self._binding[0], **self._binding[1])
+            bound = self._bound[index] = bound if self._change is None else self._change(bound)
         return bound
 
     def _model(self, index: int) -> BaseChatModel:

@@ -171,6 +171,21 @@ async def test_openai_chat_models_streamed_and_turned_off(openai: FakeOpenAI) ->
     assert [body.get("prompt_cache_key") for body in openai.requests[asked:]] == [None, "boss/research-agent", None]
 
 
+# -- fallback lists ----------------------------------------------------------------------
+
+
+async def test_each_model_of_a_fallback_list_asks_its_own_provider(anthropic: FakeAnthropic, openai: FakeOpenAI) -> None:
+    down = ScriptedChatModel(policy=lambda _messages: (_ for _ in ()).throw(ValueError("down")))
+    research = Agent(id="research-agent", description="Finds facts.", model=[down, "openai/local-model"], retry_policy=None)
+    boss = Agent(id="boss", instructions=INSTRUCTIONS, model=["anthropic/claude-sonnet-4-5", "openai/local-model"],
+                 agents={"research": research}, retry_policy=None)  # fmt: skip
+    result = await boss.generate("tides")
+    assert [body["cache_control"] for body in anthropic.requests] == [BREAKPOINT, BREAKPOINT]  # the boss's primary
+    assert anthropic.requests[0]["system"][-1]["cache_control"] == BREAKPOINT
+    assert [body["prompt_cache_key"] for body in openai.requests] == ["boss/research-agent"]  # the researcher's fallback
+    assert result.usage_by_agent["boss"].cache_read_tokens > 0
+
+
 # -- who gets the step -------------------------------------------------------------------
 
 
@@ -179,6 +194,8 @@ def test_only_agents_whose_model_must_be_asked_get_the_step(anthropic: FakeAnthr
     assert build_spec(Agent(id="a", model="anthropic/claude-sonnet-4-5", prompt_cache=False)).steps is NO_STEPS
     assert isinstance(build_spec(Agent(id="a", model="anthropic/claude-sonnet-4-5")).steps.find(PromptCache), PromptCache)
     assert build_spec(Agent(id="a", model=lambda _context: ScriptedChatModel())).steps.find(PromptCache) is not None
+    assert build_spec(Agent(id="a", model=[ScriptedChatModel(), "anthropic/claude-sonnet-4-5"])).steps.find(PromptCache) is not None
+    assert build_spec(Agent(id="a", model=[ScriptedChatModel(), ScriptedChatModel()])).steps is NO_STEPS
     assert not asks(ScriptedChatModel()) and asks(lambda _context: None)
     claude_model = ChatAnthropic(model="claude-sonnet-4-5", api_key="test")  # type: ignore[call-arg]
     assert provider_of(claude_model.bind_tools([])) == "anthropic" and provider_of(ScriptedChatModel()) is None
