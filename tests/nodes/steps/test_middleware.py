@@ -19,6 +19,7 @@ from langchain.agents.middleware import (
     wrap_model_call,
     wrap_tool_call,
 )
+from langchain_core.decisions import BaseDecisionModel, ChoiceAnswer, ClassifierResponse
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from pydantic import ValidationError
@@ -333,3 +334,41 @@ async def test_tool_error_middleware_answers_for_a_failing_tool(where: str) -> N
     assert (await agent.generate("go")).text == "done"
     [result] = [m for m in model.calls[1] if isinstance(m, ToolMessage)]
     assert str(result.content) == "handled Down"  # the middleware's text, not the library's error
+
+
+class _Pick(BaseDecisionModel):
+    """A classifier that always routes to `route`."""
+
+    model: str = "pick"
+    route: str = "fast"
+
+    @property
+    def _provider(self) -> str:
+        return "test"
+
+    def _classify(self, state: Any, questions: Any, **kwargs: Any) -> ClassifierResponse:
+        answer = ChoiceAnswer(type="choice", choice=self.route, probabilities={self.route: 1.0}, confidence=1.0)
+        return ClassifierResponse(model="pick", answers={"model_route": answer})
+
+
+@pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
+@pytest.mark.parametrize("where", ["supervisor", "subagent"])
+async def test_model_router_routes_each_run_once_to_the_model_its_classifier_picks(where: str) -> None:
+    from langchain.agents.middleware import ModelRouterMiddleware
+
+    fast = ScriptedChatModel(responses=["from fast"] * 3)
+    slow = ScriptedChatModel(responses=["from slow"] * 3)
+    router = ModelRouterMiddleware(
+        choices={"fast": {"model": fast, "criteria": "quick"}, "slow": {"model": slow, "criteria": "deep"}},
+        instructions="Pick a model.",
+        classifier=_Pick(),
+    )
+    if where == "supervisor":
+        agent = Agent(id="a", model=ScriptedChatModel(), middleware=[router])
+        assert (await agent.generate("hi")).text == "from fast"
+    else:
+        worker = _worker(model=ScriptedChatModel(), middleware=[router])
+        top = Agent(id="top", model=ScriptedChatModel(responses=[delegate("w", "go"), "done"]), agents={"w": worker})
+        result = await top.generate("hi")
+        assert "from fast" in str(next(m for m in result.messages if isinstance(m, ToolMessage)).content)
+    assert len(fast.calls) == 1 and slow.calls == []
