@@ -75,7 +75,8 @@ def aegra_command() -> str | None:
     # a minute or so, once: say so rather than sit silent
     print(f"  building {VENV.name} for the Aegra server ({python}; once, about a minute)", file=sys.stderr, flush=True)
     subprocess.run([python, "-m", "venv", str(VENV)], check=True)
-    subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", *AEGRA_PACKAGES, "-e", str(ROOT)], check=True, timeout=900)
+    # with the middleware extra: the parity graphs the tests serve use LangChain's middleware
+    subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", *AEGRA_PACKAGES, "-e", f"{ROOT}[middleware]"], check=True, timeout=900)
     return str(command)
 
 

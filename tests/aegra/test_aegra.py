@@ -318,6 +318,10 @@ async def test_a_budget_comes_from_the_runs_context(cluster: dict) -> None:
     await parity.check_budget(live(cluster))
 
 
+async def test_langchain_middleware_runs_in_the_served_graph(cluster: dict) -> None:
+    await parity.check_middleware(live(cluster))
+
+
 async def test_a_long_conversation_compacts(cluster: dict) -> None:
     await parity.check_compaction(live(cluster))
 

@@ -35,6 +35,7 @@ GRAPHS = {
         "compaction",
         "structured",
         "decisions",
+        "middleware",
     )
 }
 
@@ -336,3 +337,18 @@ async def check_background_control(client: Any) -> None:
     assert "cancelled] / Cancelled by the supervisor." in answer, answer
     await asyncio.sleep(1)  # the cancelled run reports nothing more
     await _reported(client, tid)
+
+
+async def check_middleware(client: Any) -> None:
+    """LangChain middleware in the served graph (SPEC §33): PIIMiddleware redacts the
+    user's email in the stored thread and in what the worker (which inherits it) was
+    asked; ModelCallLimitMiddleware counts the boss's calls in the thread's state and, on
+    the thread's next run, ends it with its message once the limit is reached."""
+    tid = await _thread(client)
+    out = await _run(client, tid, "middleware", input=_human("mail ada@example.com"))
+    contents = [str(m["content"]) for m in out["messages"]]
+    assert contents[0] == "mail [REDACTED_EMAIL]" and "ada@example.com" not in "".join(contents), contents
+    assert out["messages"][-1]["content"] == "worked on: mail [REDACTED_EMAIL]"
+    assert out["thread_model_call_count"] == 2
+    out = await _run(client, tid, "middleware", input=_human("again"))
+    assert "Model call limits exceeded" in str(out["messages"][-1]["content"]), out["messages"][-1]

@@ -433,6 +433,23 @@ structured_agent = _boss(
 _COMPILED = "_supervisor_graph_tests_parity_graphs"
 
 
+# -- LangChain middleware (SPEC §33): the boss's PII redaction and model-call limit, which
+#    its worker inherits --------------------------------------------------------------
+
+
+def _middleware() -> list[Any]:
+    from langchain.agents.middleware import ModelCallLimitMiddleware, PIIMiddleware
+
+    return [PIIMiddleware("email", strategy="redact"), ModelCallLimitMiddleware(thread_limit=3, exit_behavior="end")]
+
+
+middleware_agent = _boss(
+    _relay(lambda m: delegate("worker", _asked(m))),
+    agents={"worker": _worker(lambda m: "worked on: " + _asked(m))},
+    middleware=_middleware(),
+)
+
+
 def _compiled_once(agents: dict[str, Agent]) -> dict[str, Any]:
     held = sys.modules.get(_COMPILED)
     if held is None:
@@ -460,6 +477,7 @@ _graphs = _compiled_once(
         "compaction": compaction_agent,
         "structured": structured_agent,
         "decisions": decisions_agent,
+        "middleware": middleware_agent,
     }
 )
 hooks = _graphs["hooks"]
@@ -477,3 +495,4 @@ background_control = _graphs["background_control"]
 compaction = _graphs["compaction"]
 structured = _graphs["structured"]
 decisions = _graphs["decisions"]
+middleware = _graphs["middleware"]

@@ -219,6 +219,10 @@ async def test_a_budget_comes_from_the_runs_context(server: str) -> None:
     await parity.check_budget(get_client(url=server))
 
 
+async def test_langchain_middleware_runs_in_the_served_graph(server: str) -> None:
+    await parity.check_middleware(get_client(url=server))
+
+
 async def test_a_long_conversation_compacts(server: str) -> None:
     await parity.check_compaction(get_client(url=server))
 
