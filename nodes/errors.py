@@ -10,12 +10,16 @@ also the `__cause__`) for in-process hooks and a DEBUG log, and is never pickled
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from supervisor_graph.checkpointers.errors import SupervisorGraphError
 
-__all__ = ["ModelCallError", "SupervisorGraphError", "log_failure", "original_error", "unwrapping_retry_on"]
+if TYPE_CHECKING:
+    from langgraph.types import RetryPolicy
+
+__all__ = ["ModelCallError", "SupervisorGraphError", "log_failure", "original_error", "retry_delay", "unwrapping_retry_on"]
 
 
 class ModelCallError(SupervisorGraphError):
@@ -43,6 +47,12 @@ def original_error(exc: BaseException) -> BaseException:
 
 
 RetryOn = type[Exception] | Sequence[type[Exception]] | Callable[[Exception], bool]
+
+
+def retry_delay(policy: RetryPolicy, attempt: int) -> float:
+    """Seconds to wait after the `attempt`-th failed try under `policy` (its backoff and jitter)."""
+    delay = min(policy.max_interval, policy.initial_interval * policy.backoff_factor ** (attempt - 1))
+    return delay + (random.uniform(0, 1) if policy.jitter else 0)
 
 
 def unwrapping_retry_on(retry_on: RetryOn) -> Callable[[Exception], bool]:

@@ -7,7 +7,7 @@ Each `AgentMiddleware` (a subclass, or what LangChain's decorators make) becomes
   (the unbound chat model, the tools it is bound to, the system message, the
   conversation, the state) and a handler that turns it back into ours: a changed model,
   tool list, `tool_choice` or `model_settings` is bound here, as `create_agent` binds it;
-- `before_model` runs before the call: its `messages` update joins the conversation
+- `before_agent` (once an agent's run) and `before_model` run before the call: a `messages` update joins the conversation
   (stored with the turn, `add_messages` semantics: a message with a known id replaces
   it), its other keys are state, and `jump_to="end"` answers with its last AI message
   instead of calling the model;
@@ -22,9 +22,10 @@ calling back into the run's event loop. State keys the middleware's `state_schem
 marks `UntrackedValue` live for one agent's run only (`RunHandle.step_state`); the
 others are the agent's graph state (`state_keys`).
 
-Middleware LangChain ships that needs what the turn does not offer yet (hooks around
-the whole agent, tools of its own) is refused at declaration (`unsupported`), with
-what to use instead.
+A middleware's tools are the agent's (a tool returning a `Command` writes its state),
+and `HumanInTheLoopMiddleware` declares approvals on the tools it names (`as_approvals`).
+Middleware needing what the turn does not offer yet (a hook after the whole agent) is
+refused at declaration (`unsupported`), with what to use instead.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.graph.message import add_messages
 
 from supervisor_graph.nodes.steps.protocol import Answered, ModelHandler, ModelRequest, Step, ToolHandler, ToolRequest
-from supervisor_graph.nodes.turn.routing import error_result
+from supervisor_graph.nodes.turn.routing import failed_result
 
-__all__ = ["MiddlewareStep", "as_approvals", "middleware_of", "unsupported"]
+__all__ = ["MiddlewareStep", "as_approvals", "unsupported"]
 
 # AgentState's own keys: the agent's state has its own messages, and jumps are routing
 _BASE_KEYS = frozenset({"messages", "jump_to", "structured_response"})
@@ -210,7 +211,7 @@ class MiddlewareStep(Step):
             raise
         except Exception as exc:  # noqa: BLE001 - still failing once the middleware gave up: the model sees it
             call = request.tool_call
-            return error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
+            return failed_result(call, exc)
 
     # -- shared ------------------------------------------------------------------------------
 
@@ -233,12 +234,6 @@ class MiddlewareStep(Step):
                 request.notes.setdefault("middleware_state", {})[key] = value
         messages = update.get("messages") or []
         return list(messages) if isinstance(messages, Sequence) else [messages]
-
-
-def middleware_of(steps: Sequence[Step]) -> tuple[AgentMiddleware, ...]:
-    """The LangChain middleware of an agent's steps, in its order: what its subagents
-    inherit unless they declare their own (SPEC §33)."""
-    return tuple(step.middleware for step in steps if isinstance(step, MiddlewareStep))
 
 
 def _keys(schema: Any) -> tuple[dict[str, Any], frozenset[str]]:

@@ -27,6 +27,7 @@ __all__ = [
     "dispatch",
     "end_update",
     "error_result",
+    "failed_result",
     "finish_reason_of",
     "last_turn",
     "results_pending",
@@ -95,6 +96,11 @@ def error_result(call: ToolCall | dict[str, Any], text: str) -> ToolMessage:
         name=call.get("name"),
         status="error",
     )
+
+
+def failed_result(call: ToolCall | dict[str, Any], exc: Exception) -> ToolMessage:
+    """The result the model sees for a tool call that raised `exc`."""
+    return error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
 
 
 def _short(error: ValidationError) -> str:

@@ -51,7 +51,7 @@ from supervisor_graph.nodes.steps.decisions import (
     pause_payload,
 )
 from supervisor_graph.nodes.steps.protocol import ToolRequest, as_tool_message
-from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, TOOLS_NODE, error_result, last_turn
+from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, TOOLS_NODE, error_result, failed_result, last_turn
 from supervisor_graph.nodes.turn.turn import steps_of_run
 
 # with the approval journal's names and the decisions' the modules that import them from here use
@@ -253,7 +253,7 @@ async def _execute(request: ToolRequest) -> ToolMessage:
         return error_result(call, f"invalid arguments for {call['name']}: {exc.error_count()} error(s): {exc}")
     except Exception as exc:  # noqa: BLE001 - a failing tool is a tool error the model sees
         request.notes["raised"] = exc  # for a step that acts on the failure itself (LangChain's ToolRetry)
-        return error_result(call, f"{call['name']} failed: {type(exc).__name__}: {exc}")
+        return failed_result(call, exc)
     finally:
         _current_call.reset(token)
         request.answered(current.get("answers", 0))

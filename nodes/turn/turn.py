@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -31,7 +30,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import RetryPolicy
 
-from supervisor_graph.nodes.errors import ModelCallError
+from supervisor_graph.nodes.errors import ModelCallError, retry_delay
 from supervisor_graph.nodes.guards.core import GuardError
 from supervisor_graph.nodes.guards.stream import quiet
 from supervisor_graph.nodes.observability.events import Emitter
@@ -183,8 +182,7 @@ async def _whole(model: Any, prompt: ChatPromptValue, config: RunnableConfig, po
         except Exception as exc:
             if policy is None or attempt >= policy.max_attempts or not _retryable(policy, exc):
                 raise
-            delay = min(policy.max_interval, policy.initial_interval * policy.backoff_factor ** (attempt - 1))
-            await asyncio.sleep(delay + (random.uniform(0, 1) if policy.jitter else 0))
+            await asyncio.sleep(retry_delay(policy, attempt))
 
 
 def _retryable(policy: RetryPolicy, exc: Exception) -> bool:

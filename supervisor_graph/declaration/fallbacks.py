@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -45,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from supervisor_graph.declaration.agent_rules import model_retry_policy
 from supervisor_graph.declaration.errors import SupervisorGraphError
 from supervisor_graph.declaration.models import parse_model_string, resolve_model_string
-from supervisor_graph.nodes.errors import unwrapping_retry_on
+from supervisor_graph.nodes.errors import retry_delay, unwrapping_retry_on
 
 __all__ = ["AllModelsFailedError", "FallbackChatModel", "FallbackItem", "agent_model"]
 
@@ -179,8 +178,7 @@ class FallbackChatModel(BaseChatModel):
         retries = item.max_retries if item.max_retries is not None else (policy.max_attempts - 1 if self.retry_policy else 0)
         if attempt > retries or not unwrapping_retry_on(policy.retry_on)(error):
             return None
-        delay = min(policy.max_interval, policy.initial_interval * policy.backoff_factor ** (attempt - 1))
-        return delay + (random.uniform(0, 1) if policy.jitter else 0)
+        return retry_delay(policy, attempt)
 
     def _failed(self, index: int, attempt: int, error: Exception) -> float | None:
         item = self.models[index]
