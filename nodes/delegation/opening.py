@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from supervisor_graph.nodes.delegation.hooks import HookFailed
+from supervisor_graph.nodes.delegation.lineage import CHECKPOINT_KEY
 from supervisor_graph.nodes.delegation.result import DelegationRecord
 from supervisor_graph.nodes.errors import log_failure, original_error
 from supervisor_graph.nodes.guards.boundaries import guard_delegation_in_node
@@ -83,8 +84,12 @@ class Delegation:
         }
 
     def where(self) -> dict[str, Any]:
-        """What the artifact says of where the subagent ran, past its thread."""
-        return {"sub_agent_resource_id": self.record.sub_agent_resource_id}
+        """What the artifact says of where the subagent ran, past its thread (and the
+        checkpoint it ended at, where its next delegation continues: `lineage`)."""
+        where = {"sub_agent_resource_id": self.record.sub_agent_resource_id}
+        if self.record.sub_agent_checkpoint_id is not None:
+            where[CHECKPOINT_KEY] = self.record.sub_agent_checkpoint_id
+        return where
 
     def failed(self, exc: Exception) -> None:
         """The way it ran raised: a failed delegation, with the error a hook or a model

@@ -95,6 +95,8 @@ class DelegationRecord:
     sub_agent_pending_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     sub_agent_thread_id: str | None = None
     sub_agent_resource_id: str | None = None
+    # the subagent checkpoint a `per_parent_thread` delegation ended at (`lineage`)
+    sub_agent_checkpoint_id: str | None = None
     error: BaseException | None = None
     messages: list[BaseMessage] = field(default_factory=list)
     ref_id: str | None = None

@@ -25,6 +25,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from supervisor_graph.background.server import server_host
 from supervisor_graph.compiler.dynamic import SLOT, DynamicNodes
+from supervisor_graph.compiler.edits import route_outside_updates
 from supervisor_graph.compiler.steps import asks_to_cache, steps_of
 from supervisor_graph.compiler.sync_nodes import with_sync_twin
 from supervisor_graph.declaration.agent_rules import check_cycles
@@ -272,7 +273,7 @@ def _build(agent: Agent, *, checkpointer: Any, store: Any, inherited: Inherited 
     spec = build_spec(agent, inherited)
     builder = new_builder(agent, spec)
     add_nodes(builder, agent, spec, node_table(agent, spec), list(agent.agents))
-    return _identified(agent, builder.compile(checkpointer=checkpointer, store=store, name=agent.id)), spec
+    return _identified(agent, _compiled(builder, agent, spec, list(agent.agents), checkpointer, store)), spec
 
 
 def _build_dynamic(agent: Agent, *, checkpointer: Any, store: Any) -> Any:
@@ -282,7 +283,14 @@ def _build_dynamic(agent: Agent, *, checkpointer: Any, store: Any) -> Any:
     names = [SUPERVISOR_NODE, TOOLS_NODE, ITERATION_NODE, TASK_COMPLETE_NODE, start_node(SLOT), SLOT, complete_node(SLOT)]
     builder = new_builder(agent, spec)
     add_nodes(builder, agent, spec, {name: dynamic.node(name) for name in names}, [SLOT])
-    return _identified(agent, builder.compile(checkpointer=checkpointer, store=store, name=agent.id))
+    return _identified(agent, _compiled(builder, agent, spec, [SLOT], checkpointer, store))
+
+
+def _compiled(builder: Any, agent: Agent, spec: AgentSpec, keys: list[str], checkpointer: Any, store: Any) -> CompiledStateGraph:
+    """The compiled graph, with its routes after state written from outside (`edits`)."""
+    graph = builder.compile(checkpointer=checkpointer, store=store, name=agent.id)
+    route_outside_updates(graph, spec, [TOOLS_NODE, *keys, *(complete_node(key) for key in keys)])
+    return graph
 
 
 def _identified(agent: Agent, graph: CompiledStateGraph) -> CompiledStateGraph:
