@@ -89,12 +89,14 @@ class DelegationOptions(BaseModel):
 
 
 class MemoryOptions(BaseModel):
-    """`memory={"thread": ..., "resource": ...}`: which conversation a call continues."""
+    """`memory={"thread": ..., "resource": ...}`: which conversation a call continues;
+    with `"checkpoint": ID` (from `agent.history`), it forks from that checkpoint (SPEC §34)."""
 
     model_config = ConfigDict(extra="forbid")
 
     thread: str = Field(min_length=1)
     resource: str | None = None
+    checkpoint: str | None = Field(default=None, min_length=1)
 
     @field_validator("thread")
     @classmethod

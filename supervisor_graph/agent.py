@@ -40,6 +40,7 @@ from supervisor_graph.nodes.steps.decisions import decision_payload
 from supervisor_graph.nodes.steps.structured_output import OutputSchema, output_schema_of
 from supervisor_graph.nodes.steps.working_memory import WorkingMemory
 from supervisor_graph.run.facade import generate, run_sync, stream, stream_sync
+from supervisor_graph.run.history import history
 from supervisor_graph.run.idle import generate_until_idle, recover_background_tasks, stream_until_idle
 from supervisor_graph.run.resume import resume
 
@@ -414,6 +415,11 @@ class Agent(BaseModel):
         supervisor answer every outcome the thread has not been told of (None: nothing to
         report). The next call on the thread does the same on its own."""
         return await recover_background_tasks(self, memory=memory, **options)
+
+    async def history(self, *, memory: Any, limit: int | None = None) -> list[dict[str, Any]]:
+        """The thread's checkpoints, newest first (SPEC §34); `generate(..., memory={...,
+        "checkpoint": ID})` forks from one."""
+        return await history(self, memory, limit)
 
     def generate_sync(self, prompt: Any, **options: Any) -> GenerateResult:
         """`generate` for scripts and notebooks."""

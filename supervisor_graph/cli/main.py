@@ -1,8 +1,9 @@
 """The `supervisor-graph` command (SPEC §16).
 
     supervisor-graph demo [--model openai/<name>] [--prompt TEXT] [--approve-all | --decline-all]
-    supervisor-graph run TARGET PROMPT [--thread ID] [--db PATH] [--json] [--max-steps N]
-                         [--approve-all | --decline-all]
+    supervisor-graph run TARGET PROMPT [--thread ID [--checkpoint ID]] [--db PATH] [--json]
+                         [--max-steps N] [--approve-all | --decline-all]
+    supervisor-graph history TARGET --thread ID [--db PATH] [--limit N] [--json]
     supervisor-graph draw TARGET [--png FILE]
     supervisor-graph serve TARGET [--port N] [--host HOST] [--path /agent]
                            [--subagents hidden|attributed] [--resource ID]
@@ -29,7 +30,7 @@ one line on stderr); 3 the run is paused waiting for an answer nobody could give
 130 interrupted with Ctrl-C.
 
 This module holds the argument parser and `main()`; each command lives in a module of
-its own (`run`, `demo`, `draw`, `serve`, `versions`, `eval`). `load_agent`, `EXIT_PAUSED` and
+its own (`run`, `history`, `demo`, `draw`, `serve`, `versions`, `eval`). `load_agent`, `EXIT_PAUSED` and
 `CLIError` are re-exported here for callers that import them from `cli.main`.
 """
 
@@ -42,6 +43,7 @@ from supervisor_graph.cli.answers import add_answer_flags
 from supervisor_graph.cli.demo import cmd_demo
 from supervisor_graph.cli.draw import cmd_draw
 from supervisor_graph.cli.eval import add_eval_parser
+from supervisor_graph.cli.history import add_history_parser
 from supervisor_graph.cli.output import PROG, print_error
 from supervisor_graph.cli.run import EXIT_PAUSED, cmd_run
 from supervisor_graph.cli.serve import add_serve_parser
@@ -57,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     from supervisor_graph.examples.research_write import DEFAULT_PROMPT, PUBLISH_PROMPT
 
     parser = argparse.ArgumentParser(prog=PROG, description="Run, inspect and demo supervisor agents.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,run,draw,serve,versions,eval}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,run,history,draw,serve,versions,eval}")
 
     demo = sub.add_parser("demo", help="run the research-and-write example (offline unless --model)")
     demo.add_argument("--model", help="openai/<name>: use a real model (needs OPENAI_API_KEY or OPENAI_BASE_URL)")
@@ -83,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         "unless --approve-all / --decline-all)",
     )
     run.add_argument("--max-steps", type=int, help="supervisor iterations allowed")
+    run.add_argument("--checkpoint", metavar="ID", help="with --thread: fork from this checkpoint (see `history`)")
     add_answer_flags(run)
     run.set_defaults(func=cmd_run)
 
@@ -92,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     draw.set_defaults(func=cmd_draw)
 
     add_serve_parser(sub)
+    add_history_parser(sub)
 
     add_versions_parser(sub)
     add_eval_parser(sub)

@@ -24,7 +24,7 @@ from supervisor_graph.memory.memory import Memory
 from supervisor_graph.run.facade import AgentStream, GenerateResult
 from supervisor_graph.run.resume import check_answer, resume
 
-__all__ = ["EXIT_PAUSED", "cmd_run", "stream_run"]
+__all__ = ["EXIT_PAUSED", "cmd_run", "stream_run", "with_storage"]
 
 EXIT_PAUSED = 3
 
@@ -114,14 +114,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CLIError(f"--max-steps must be at least 1, not {args.max_steps}")
         options["max_steps"] = args.max_steps
     opened: Memory | None = None
+    if args.checkpoint and not args.thread:
+        raise CLIError("--checkpoint forks a thread: pass --thread too")
     if args.thread:
-        if agent.memory is None:
-            folder = Path(args.db).expanduser().resolve().parent
-            if not folder.is_dir():
-                raise CLIError(f"--db {args.db}: the folder {str(folder)!r} does not exist; create it or pick another file")
-            agent = agent.model_copy()
-            agent.memory = opened = Memory(storage=f"file:{args.db}")  # assignment resets the copy's caches
+        agent, opened = with_storage(agent, args.db)
         options["memory"] = {"thread": args.thread}
+        if args.checkpoint:
+            options["memory"]["checkpoint"] = args.checkpoint
     for value in model_strings(agent):
         check_credentials(value)  # before anything is printed
     console = make_console()
@@ -129,3 +128,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(Text.assemble((agent.id, "bold cyan"), ": ", args.prompt))
     view = LiveView(console, json_lines=args.json)
     return asyncio.run(stream_run(agent, args.prompt, options, view, answerer_for(args, console), close=opened))
+
+
+def with_storage(agent: Agent, db: str) -> tuple[Agent, Memory | None]:
+    """`agent`, with a sqlite `Memory` at `db` when it has none (that memory, to close)."""
+    if agent.memory is not None:
+        return agent, None
+    folder = Path(db).expanduser().resolve().parent
+    if not folder.is_dir():
+        raise CLIError(f"--db {db}: the folder {str(folder)!r} does not exist; create it or pick another file")
+    agent = agent.model_copy()
+    agent.memory = opened = Memory(storage=f"file:{db}")  # assignment resets the copy's caches
+    return agent, opened

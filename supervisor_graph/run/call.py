@@ -74,6 +74,20 @@ class Run:
     # when the run was ready to drive (a rollback discards what it saved from then on)
     started_at: float = 0.0
 
+    @property
+    def fork_from(self) -> str | None:
+        """The checkpoint this run forks from (`memory={..., "checkpoint": ID}`)."""
+        return self.options.memory.checkpoint if self.options.memory is not None else None
+
+    @property
+    def entry_config(self) -> RunnableConfig:
+        """The config the graph starts with: the run's, at the checkpoint it forks from.
+        Everything read after the start (results, repairs) reads the thread's latest."""
+        fork = self.fork_from
+        if fork is None:
+            return self.config
+        return {**self.config, "configurable": {**self.config["configurable"], "checkpoint_id": fork}}
+
     # -- 1. start: options, input, thread, repairs, versions, background hosts ---------
 
     @classmethod
@@ -110,6 +124,8 @@ class Run:
             check_credentials(value)
         run_uuid = uuid.UUID(run_id) if run_id else uuid.uuid4()
         config: RunnableConfig = traced.runnable_config(run_uuid)
+        if resume is not None and opts.memory is not None and opts.memory.checkpoint is not None:
+            raise ValueError("memory={..., 'checkpoint': ...} forks with a new message; an answer to a pause goes to the thread's latest run")
         where, opts = run_storage(agent, opts, config, run_uuid, paused, resume is not None, lease)
         if opts.memory is not None:
             await open_thread(where, host if host is not None else agent.memory, agent, opts, config, notices_only)
@@ -142,7 +158,8 @@ class Run:
             ephemeral=where.ephemeral,
             background=handle.background,
         )
-        if run.lease is not None and resume is None:
+        if run.lease is not None and resume is None and run.fork_from is None:
+            # a fork leaves the thread's latest branch as it is, paused or not: it can be continued
             await run._settle(run.lease)
         run.started_at = time.time()
         return run
@@ -188,7 +205,7 @@ class Run:
         self.context.handle.stream_events = False  # nobody reads them: nodes skip building events
         try:
             values, aborted = await self.until_aborted(
-                self.graph.ainvoke(self.input, self.config, context=self.context, durability=self.durability)
+                self.graph.ainvoke(self.input, self.entry_config, context=self.context, durability=self.durability)
             )
             if aborted:
                 values = await self.repair()

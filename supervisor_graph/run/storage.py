@@ -17,6 +17,7 @@ from supervisor_graph.nodes.delegation.control import RUN_IDENTITY_KEYS, check_j
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.run.busy import take_thread
 from supervisor_graph.run.ephemeral import ephemeral_saver, ephemeral_store
+from supervisor_graph.run.history import checkpoint_error
 from supervisor_graph.run.paused import PausedRun
 
 if TYPE_CHECKING:
@@ -81,6 +82,10 @@ async def open_thread(
     thread_id = where.thread_id = opts.memory.thread
     where.resource_id = opts.memory.resource
     config["configurable"] = {"thread_id": thread_id}
+    if opts.memory.checkpoint is not None:  # a fork: refused before anything is written
+        error = await checkpoint_error(where.saver, thread_id, opts.memory.checkpoint)
+        if error is not None:
+            raise ValueError(error)
     # the thread's owner is ours to say: a caller's metadata cannot claim another's
     config["metadata"] = {**config.get("metadata", {}), "resource_id": where.resource_id or ""}
     where.durable = not isinstance(where.saver, InMemorySaver)

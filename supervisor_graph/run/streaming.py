@@ -100,7 +100,7 @@ class AgentStream:
             nonlocal last_values
             async for ns, mode, data in run.graph.astream(
                 run.input,
-                run.config,
+                run.entry_config,
                 context=run.context,
                 stream_mode=["values", "messages", "custom", "updates"],
                 subgraphs=True,
