@@ -39,6 +39,7 @@ from supervisor_graph.run.call_config import CallConfig
 from supervisor_graph.run.chunks import Usage
 from supervisor_graph.run.paused import PausedRun, paused_runs
 from supervisor_graph.run.repair import ABORTED_TOOL_TEXT, close_unanswered, repair_after, settle_thread
+from supervisor_graph.run.rerun import DelegationEdit, edited_fork
 from supervisor_graph.run.results import GenerateResult, background_pending, build_result
 from supervisor_graph.run.storage import RunStorage, open_thread, run_storage
 
@@ -73,6 +74,8 @@ class Run:
     background: RunBackground | None = None
     # when the run was ready to drive (a rollback discards what it saved from then on)
     started_at: float = 0.0
+    # the fork an `edit=` made, which the run continues
+    edited: RunnableConfig | None = None
 
     @property
     def fork_from(self) -> str | None:
@@ -83,6 +86,8 @@ class Run:
     def entry_config(self) -> RunnableConfig:
         """The config the graph starts with: the run's, at the checkpoint it forks from.
         Everything read after the start (results, repairs) reads the thread's latest."""
+        if self.edited is not None:
+            return self.edited
         fork = self.fork_from
         if fork is None:
             return self.config
@@ -112,6 +117,7 @@ class Run:
         tasks in one)."""
         options = dict(options)
         traced = CallConfig.of(options.pop("config", None))
+        edit = _edit_of(options.pop("edit", None), resume)
         try:
             opts = _options(agent, options)
         except ValidationError as exc:
@@ -119,11 +125,13 @@ class Run:
         # the subagents an `agents` callable chooses for this call (SPEC §21)
         agent = agent.for_request(opts.request_context)
         # Check the input before the thread is taken: a refused call leaves it usable at once.
-        messages = _input_messages(prompt) if resume is None and not notices_only else []
+        messages = _input_messages(prompt) if resume is None and not notices_only and edit is None else []
         for value in _model_strings(agent, opts):
             check_credentials(value)
         run_uuid = uuid.UUID(run_id) if run_id else uuid.uuid4()
         config: RunnableConfig = traced.runnable_config(run_uuid)
+        if edit is not None and opts.memory is None:
+            raise ValueError("edit= runs a delegation of a thread again: pass memory={'thread': ...}")
         if resume is not None and opts.memory is not None and opts.memory.checkpoint is not None:
             raise ValueError("memory={..., 'checkpoint': ...} forks with a new message; an answer to a pause goes to the thread's latest run")
         where, opts = run_storage(agent, opts, config, run_uuid, paused, resume is not None, lease)
@@ -135,8 +143,8 @@ class Run:
         if opts.memory is not None and agent.has_background_subagents:
             assert where.thread_id is not None
             handle.background = host_background(agent, where.opened, where.thread_id, where.resource_id)
-        if resume is not None:
-            graph_input: Any = resume
+        if resume is not None or edit is not None:
+            graph_input: Any = resume  # an edit continues its fork without input
             first_id = None
         else:
             graph_input = {"messages": messages}
@@ -152,13 +160,19 @@ class Run:
             run_id=str(run_uuid),
             thread_id=where.thread_id,
             first_input_id=first_id,
-            input_count=0 if resume is not None else len(graph_input["messages"]),
+            input_count=0 if graph_input is None or resume is not None else len(graph_input["messages"]),
             lease=where.lease,
             durability=where.durability,
             ephemeral=where.ephemeral,
             background=handle.background,
         )
-        if run.lease is not None and resume is None and run.fork_from is None:
+        if edit is not None:
+            try:
+                run.edited = await edited_fork(run.graph, run.config, edit, run.fork_from)
+            except BaseException:
+                await run.release(ran=False)
+                raise
+        elif run.lease is not None and resume is None and run.fork_from is None:
             # a fork leaves the thread's latest branch as it is, paused or not: it can be continued
             await run._settle(run.lease)
         run.started_at = time.time()
@@ -331,6 +345,18 @@ def _run_handle(agent: Agent, opts: RunOptions, run_uuid: uuid.UUID, where: RunS
         durable=where.durable,
         budget=open_budget(opts.budget, agent.budget),  # counted from here (nodes/steps/budget.py)
     )
+
+def _edit_of(value: Any, resume: Any) -> DelegationEdit | None:
+    """`edit=`, checked: a delegation to run again with a new prompt (`rerun`)."""
+    if value is None:
+        return None
+    if resume is not None:
+        raise ValueError("edit= runs a delegation again on a thread; an answer to a pause cannot carry one")
+    try:
+        return DelegationEdit.model_validate(value)
+    except ValidationError as exc:
+        raise ValueError(f"invalid run options: edit: {exc}") from None
+
 
 def _options(agent: Agent, options: dict[str, Any]) -> RunOptions:
     """The call's validated options. Most calls give a thread only: `default_options`,
