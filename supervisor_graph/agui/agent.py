@@ -35,6 +35,7 @@ from supervisor_graph.agui.outcomes import RunRecord, failed, refused
 from supervisor_graph.agui.remote import RemoteBridge
 from supervisor_graph.agui.serving import root_thread, thread_id_problem
 from supervisor_graph.agui.state import SharedState, snapshot
+from supervisor_graph.agui.time_travel import Travel, fork_snapshot, travel_of
 from supervisor_graph.agui.tree import AgentTree
 from supervisor_graph.checkpointers.naming import NS_JOIN, delegation_thread_id, stable_namespace
 from supervisor_graph.declaration.errors import ThreadBusyError
@@ -343,7 +344,10 @@ class AGUIAgent:
             for event in failed(translator, exc, input.run_id):
                 yield event
             return
-        for event in translator.finish(result):
+        events = translator.finish(result)
+        if start.forked:  # the client shows the branch it left: the fork's conversation (time_travel.py)
+            events.insert(-1, await fork_snapshot(self.memory, input.thread_id))
+        for event in events:
             yield event
 
     async def _start(self, input: RunAgentInput, request: Any, controller: AbortController) -> _Start:
@@ -356,6 +360,7 @@ class AGUIAgent:
         agent, frontend = self._tools.agent_for(input.tools)
         memory = {"thread": input.thread_id, "resource": resource}
         props = input.forwarded_props if isinstance(input.forwarded_props, dict) else {}
+        travel = await travel_of(props, self.memory, input.thread_id) if not input.resume else Travel()
         options = self._run_options(input, controller, memory, props)
         on_busy = options["on_busy"]
         try:
@@ -364,7 +369,7 @@ class AGUIAgent:
             if on_busy == "reject" or input.resume:
                 raise
             pending = []  # a run holds the thread: not paused; the run below waits its turn
-        start = _Start(agent, frontend)
+        start = _Start(agent, frontend, forked=travel.forks)
         if self._state is not None:
             start.state_view = await self._state.sync(input.state, input.thread_id, resource, paused=bool(pending))
         if input.resume:
@@ -375,12 +380,17 @@ class AGUIAgent:
             assert isinstance(stream, AgentStream)
             start.stream = stream
             return start
-        if pending and on_busy != "rollback":  # rollback discards the paused run
+        if travel.checkpoint is not None:  # the options hold `memory`: the run forks from there
+            memory["checkpoint"] = travel.checkpoint
+        if travel.edit is not None:
+            start.stream = await agent.stream(None, edit=travel.edit, **options)
+            return start
+        if pending and on_busy != "rollback" and not travel.forks:  # rollback discards the paused run
             raise InputError(
                 "INTERRUPT_PENDING",
                 f"{len(pending)} interrupt(s) are waiting on this thread; answer them with RunAgentInput.resume first.",
             )
-        fresh = new_messages(input.messages, await self.memory.get_messages(input.thread_id))
+        fresh = new_messages(input.messages, await self.memory.get_messages(input.thread_id, checkpoint=travel.checkpoint))
         if fresh and agent.has_background_subagents and props.get("until_idle", self.until_idle) is not False:
             start.stream = await agent.stream_until_idle(fresh, **options)
         elif fresh:
@@ -436,3 +446,4 @@ class _Start:
     stream: AgentStream | None = None
     reopen: dict[tuple[str, str], Reopen] = field(default_factory=dict)
     state_view: dict[str, Any] | None = None
+    forked: bool = False

@@ -206,9 +206,12 @@ class Memory:
         """Threads, top-level and delegation ones: `filter={"metadata": {...}, "resource_id": ...}`."""
         return await list_threads(await self.checkpointer(), filter)
 
-    async def get_messages(self, thread_id: str) -> list[BaseMessage]:
-        """The messages stored in a thread (a top-level one, or a `sub_agent_thread_id`)."""
+    async def get_messages(self, thread_id: str, checkpoint: str | None = None) -> list[BaseMessage]:
+        """The messages stored in a thread (a top-level one, or a `sub_agent_thread_id`),
+        as they are now or at `checkpoint` (an id `agent.history` lists)."""
         reader, config = await self._thread_reader(thread_id)
+        if checkpoint is not None:
+            config = {**config, "configurable": {**config["configurable"], "checkpoint_id": checkpoint}}
         snapshot = await reader.aget_state(config)
         return list(snapshot.values.get("messages") or [])
 
