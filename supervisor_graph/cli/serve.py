@@ -81,6 +81,9 @@ _NUMBERS: tuple[tuple[str, type, float, str | None, str], ...] = (
 )
 
 
+WORKER_STARTUP_SECONDS = 120
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve an agent to AG-UI clients (the `agui` extra) until Ctrl-C."""
     token = args.auth_token or None
@@ -101,9 +104,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"{shown} ({args.workers} workers)", flush=True)
         # by name, not the object: uvicorn imports the factory again in each worker process
         factory = f"{app.__module__}:{app.__name__}"
+        # a worker imports the agent (LangChain, LangGraph) before it answers uvicorn's
+        # health check: on a busy machine that is well past uvicorn's 5 s, and a worker
+        # killed for it is started again, forever
         run_uvicorn(
-            factory, factory=True, host=args.host, port=args.port, workers=args.workers, read_timeout=read_timeout
-        )
+            factory, factory=True, host=args.host, port=args.port, workers=args.workers, read_timeout=read_timeout,
+            timeout_worker_healthcheck=WORKER_STARTUP_SECONDS,
+        )  # fmt: skip
         return 0
     from supervisor_graph.agui.endpoint import run_uvicorn, serve
 
