@@ -19,12 +19,18 @@ PEER = "create_agent"  # the issue's yardstick
 
 
 def _commit() -> str:
+    """HEAD, and the last commit that touched the library (what the counts measure)."""
+    git = ["git", "-C", str(Path(__file__).resolve().parent)]
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout
+        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout
+        library = subprocess.run(
+            [*git, "log", "-1", "--format=%h", "--", "../supervisor_graph", "../nodes", "../checkpointers"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-    return head.strip() + (" + local changes" if dirty.strip() else "")
+    return f"{head.strip()} (library last changed in {library.strip()})" + (", with local changes" if dirty.strip() else "")
 
 
 def _n(value: int) -> str:
@@ -74,6 +80,27 @@ def _agents(runs: dict[str, Run], turns: int) -> list[str]:
     return rows
 
 
+TARGETS = (  # issue 51: (contender, scenario, bound on its input over create_agent's)
+    ("ours", "one task", 1.0),
+    ("ours", "five turns", 1.0),
+    ("ours_no_inherit", "one task", 0.95),
+)
+
+
+def _targets(runs: dict[str, Run]) -> list[str]:
+    peer = runs.get(PEER)
+    if peer is None:
+        return []
+    rows = ["| figure | target | measured | verdict |", "| --- | --- | --- | --- |"]
+    for name, scenario, bound in TARGETS:
+        if name in runs and SCENARIOS[scenario] <= len({c.turn for c in peer.calls}):
+            n = SCENARIOS[scenario]
+            ratio = summary(runs[name].within(n))["total"] / summary(peer.within(n))["total"]
+            verdict = "met" if ratio <= bound else "not met"
+            rows.append(f"| {LABELS[name]} / {LABELS[PEER]}, {scenario} | <= {bound:.2f}x | {ratio:.2f}x | {verdict} |")
+    return ["", "Issue 51's targets:", "", *rows] if len(rows) > 2 else []
+
+
 def _calls(run: Run) -> list[str]:
     rows = ["| # | agent | " + " | ".join(PARTS) + " | total | shared prefix |", "|" + " --- |" * (len(PARTS) + 4)]
     for i, c in enumerate(run.within(1), 1):
@@ -106,6 +133,7 @@ def render(enc: Encoding, runs: dict[str, Run], turns: int) -> str:
         f"to {LABELS[PEER]}.",
         "",
         *_totals(runs, turns),
+        *_targets(runs),
         "",
         "### By part (tool schemas, system prompt, history, tool results) and shared prefix",
         "",
