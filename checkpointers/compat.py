@@ -27,6 +27,12 @@ module, so an upgrade that changes one of them breaks here, in one place, and
   interrupt, a crash or a retry), the flag LangGraph itself hands subgraphs
   (`CONFIG_KEY_RESUMING`) so they continue from their own checkpoint. A subagent run
   inside its delegation's node reads its saved progress only then.
+- `is_replaying`: whether that run travels back in time (a run from an earlier
+  checkpoint, or after an outside update: `CONFIG_KEY_REPLAY_STATE`, which LangGraph
+  sets then only, not on a resumed pause); subgraphs then load the newest checkpoint
+  written before the replayed one, whichever branch wrote it. `new_turn_at` starts a
+  subgraph from a checkpoint of its own choosing with its input: with the flag left on,
+  LangGraph would skip the input and continue that checkpoint.
 - `write_first_state`: a delegation's thread written for the first time, straight to
   the saver. `aupdate_state` on a namespace nobody wrote yet makes the same checkpoint
   (`tests/checkpointers/test_compat.py` compares them) through a writer run, two config
@@ -46,7 +52,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER, CONFIG_KEY_RESUMING, INTERRUPT
+from langgraph._internal._constants import (
+    CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_REPLAY_STATE,
+    CONFIG_KEY_RESUMING,
+    INTERRUPT,
+)
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.channels.binop import _get_overwrite
 from langgraph.channels.delta import DeltaChannel
@@ -73,8 +84,10 @@ __all__ = [
     "DeltaChannelHistory",
     "checkpointer_of",
     "has_checkpointer",
+    "is_replaying",
     "is_resuming",
     "namespaced_config",
+    "new_turn_at",
     "state_write_config",
     "write_first_state",
     "node_runnable",
@@ -122,6 +135,18 @@ def has_checkpointer(config: RunnableConfig) -> bool:
 def is_resuming(config: RunnableConfig) -> bool:
     """True when this node may be a re-run of one that stopped (see the module docstring)."""
     return bool((config.get("configurable") or {}).get(CONFIG_KEY_RESUMING))
+
+
+def is_replaying(config: RunnableConfig) -> bool:
+    """True in a run from an earlier checkpoint or after an outside update, where
+    `is_resuming` holds too (see the module docstring)."""
+    return (config.get("configurable") or {}).get(CONFIG_KEY_REPLAY_STATE) is not None
+
+
+def new_turn_at(configurable: dict[str, Any], checkpoint_id: str) -> dict[str, Any]:
+    """A subgraph's `configurable` for a run that takes its input as a new turn from its
+    checkpoint `checkpoint_id`, even inside a resumed or replayed parent run."""
+    return {**configurable, "checkpoint_id": checkpoint_id, CONFIG_KEY_RESUMING: False}
 
 
 def checkpointer_of(config: RunnableConfig) -> Any:

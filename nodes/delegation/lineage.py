@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from supervisor_graph.checkpointers.compat import is_resuming, read_channel
+from supervisor_graph.checkpointers.compat import is_replaying, is_resuming, read_channel
 
 __all__ = ["CHECKPOINT_KEY", "continue_from", "ended_at", "remember"]
 
@@ -38,7 +38,7 @@ def continue_from(config: RunnableConfig, tool_name: str, thread_id: str, scratc
     `tool_name` starts from: the one an earlier delegation of this run left (parallel
     delegations take turns), else the newest its branch of the parent's messages names;
     None to let LangGraph choose (a resumed pause, or no earlier delegation)."""
-    if is_resuming(config):
+    if is_resuming(config) and not is_replaying(config):
         return None
     ran: dict[str, str] = scratch.get(_SCRATCH_KEY) or {}
     if thread_id in ran:

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
+from supervisor_graph.checkpointers.compat import new_turn_at
 from supervisor_graph.nodes.delegation.inheritance import SubRun
 from supervisor_graph.nodes.delegation.lineage import continue_from, remember
 from supervisor_graph.nodes.delegation.opening import Delegation
@@ -53,7 +54,7 @@ async def _run(delegation: Delegation, sub: SubRun, sub_spec: AgentSpec, graph: 
         scratch = delegation.handle.scratch
         start = continue_from(delegation.config, delegation.call["name"], lineage, scratch)
         if start is not None:
-            config["configurable"] = {**config["configurable"], "checkpoint_id": start}
+            config["configurable"] = new_turn_at(config["configurable"], start)
         modes = ["values", "checkpoints"]
     latest: dict[str, Any] = {}
     try:
