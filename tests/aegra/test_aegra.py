@@ -352,3 +352,8 @@ async def test_an_approval_inside_a_server_hosted_task_waits_on_the_tasks_thread
 
 async def test_the_control_tools_check_update_and_cancel_a_server_hosted_task(cluster: dict) -> None:
     await parity.check_background_control(live(cluster))
+
+
+async def test_time_travel_forks_and_edits_through_the_sdk(cluster: dict) -> None:
+    """As under `langgraph dev`, but for `threads.copy`: Aegra 0.11 has no such endpoint."""
+    await parity.check_time_travel(live(cluster), copies=False)

@@ -12,6 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+from langgraph_sdk.errors import NotFoundError
+
 from supervisor_graph.nodes.turn.tools import ABORTED_TOOL_TEXT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,6 +39,7 @@ GRAPHS = {
         "structured",
         "decisions",
         "middleware",
+        "time_travel",
     )
 }
 
@@ -352,3 +356,88 @@ async def check_middleware(client: Any) -> None:
     assert out["thread_model_call_count"] == 2
     out = await _run(client, tid, "middleware", input=_human("again"))
     assert "Model call limits exceeded" in str(out["messages"][-1]["content"]), out["messages"][-1]
+
+
+async def _last(client: Any, thread_id: str, graph: str, **kwargs: Any) -> str:
+    return str((await _run(client, thread_id, graph, **kwargs))["messages"][-1]["content"])
+
+
+def _edited(message: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """`message` (as the server gave it, its id kept) with `changes`: an edit, not a new message."""
+    return {**message, **changes}
+
+
+async def check_time_travel(client: Any, *, copies: bool = True) -> None:
+    """SPEC §34 through `langgraph_sdk`: a run from an earlier checkpoint forks, the subagent
+    (one thread per parent thread) as it was there, and the old branch goes on as if the
+    fork had not happened; an edited delegation call (`update_state` as the supervisor)
+    runs with its edited prompt, an edited subagent result is what the supervisor reads;
+    a copied thread keeps the subagent's memory and leaves its source as it was
+    (`copies=False`: the server has no `threads.copy`, which is checked to answer 404)."""
+    tid = await _thread(client)
+    assert await _last(client, tid, "time_travel", input=_human("A")) == "done: sub saw topic A"
+    assert await _last(client, tid, "time_travel", input=_human("B")) == "done: sub saw topic A | topic B"
+    history = await client.threads.get_history(tid, limit=50)  # newest first
+    assert [s["metadata"]["step"] for s in history] == sorted((s["metadata"]["step"] for s in history), reverse=True)
+    head = history[0]["checkpoint"]["checkpoint_id"]
+    after_a = next(s for s in history if not s["next"] and s["values"]["messages"][-1]["content"] == "done: sub saw topic A")
+
+    # a fork from after A, by `runs.wait` as Studio's "fork" does: the subagent never heard of B
+    fork = await client.runs.wait(
+        tid, "parity_time_travel", input=_human("C"), checkpoint_id=after_a["checkpoint"]["checkpoint_id"]
+    )
+    assert fork["messages"][-1]["content"] == "done: sub saw topic A | topic C", fork["messages"][-1]
+    # the subagent's own checkpoint in that branch, read in its namespace of the thread
+    result = fork["messages"][-2]
+    namespace = result["artifact"]["sub_agent_thread_id"].partition("::")[2]
+    sub = await client.threads.get_state(
+        tid, checkpoint={"checkpoint_ns": namespace, "checkpoint_id": result["artifact"]["sub_agent_checkpoint_id"]}
+    )
+    assert [m["content"] for m in sub["values"]["messages"] if m["type"] == "human"] == ["topic A", "topic C"]
+    # the abandoned branch, continued: nothing of C
+    assert await _last(client, tid, "time_travel", input=_human("D"), checkpoint_id=head) == (
+        "done: sub saw topic A | topic B | topic D"
+    )
+
+    # Studio's "edit and rerun" of the delegation call: the subagent gets the edited prompt
+    history = await client.threads.get_history(tid, limit=50)
+    before = next(s for s in history if s["next"] == ["research"])  # the newest: D's delegation
+    call = before["values"]["messages"][-1]
+    assert call["tool_calls"][0]["args"]["prompt"] == "topic D"
+    tool_call = {**call["tool_calls"][0], "args": {**call["tool_calls"][0]["args"], "prompt": "topic EDITED"}}
+    edit = await client.threads.update_state(
+        tid, {"messages": [_edited(call, tool_calls=[tool_call])]}, as_node="supervisor",
+        checkpoint_id=before["checkpoint"]["checkpoint_id"],
+    )
+    state = await client.threads.get_state(tid, subgraphs=True)
+    assert state["next"] == ["research"] and [t["name"] for t in state["tasks"]] == ["research"], state
+    out = await _run(client, tid, "time_travel", input=None, checkpoint_id=edit["checkpoint"]["checkpoint_id"])
+    assert out["messages"][-1]["content"] == "done: sub saw topic A | topic B | topic EDITED", out["messages"][-1]
+    assert [m["content"] for m in out["messages"] if m["type"] == "human"] == ["A", "B", "D"]  # one call, edited
+
+    # an edited subagent result: the supervisor reads the edit
+    history = await client.threads.get_history(tid, limit=50)
+    after_sub = next(s for s in history if s["next"] == ["supervisor"] and s["values"]["messages"][-1]["type"] == "tool")
+    result = after_sub["values"]["messages"][-1]
+    assert result["content"] == "sub saw topic A | topic B | topic EDITED"
+    edit = await client.threads.update_state(
+        tid, {"messages": [_edited(result, content="RESULT EDITED")]}, checkpoint_id=after_sub["checkpoint"]["checkpoint_id"]
+    )
+    # the checkpoint named: Aegra refuses a run with neither input, command nor checkpoint
+    assert await _last(client, tid, "time_travel", input=None, checkpoint_id=edit["checkpoint"]["checkpoint_id"]) == (
+        "done: RESULT EDITED"
+    )
+
+    # a copy of the thread: its next turn remembers what the source's subagent was told
+    if not copies:
+        with pytest.raises(NotFoundError):  # Aegra 0.11 serves no POST /threads/{id}/copy
+            await client.threads.copy(tid)
+        return
+    source = await client.threads.get_state(tid)
+    sub_history = await client.threads.get_history(tid, checkpoint={"checkpoint_ns": namespace}, limit=50)
+    copy = await client.threads.copy(tid)
+    assert await _last(client, copy["thread_id"], "time_travel", input=_human("E")) == (
+        "done: sub saw topic A | topic B | topic EDITED | topic E"
+    )
+    assert (await client.threads.get_state(tid))["checkpoint"] == source["checkpoint"]
+    assert await client.threads.get_history(tid, checkpoint={"checkpoint_ns": namespace}, limit=50) == sub_history

@@ -423,9 +423,29 @@ structured_agent = _boss(
 )
 
 
+# -- time travel (SPEC §34): a researcher with one thread per parent thread answers with
+#    every prompt it has had, so an answer shows what its memory holds in this branch ----
+
+
+def _topics(messages: list[Any]) -> str:
+    return "sub saw " + " | ".join(str(m.content) for m in messages if isinstance(m, HumanMessage))
+
+
+time_travel_agent = _boss(
+    lambda m: f"done: {m[-1].content}" if isinstance(m[-1], ToolMessage) else delegate("research", f"topic {m[-1].content}"),
+    agents={
+        "research": Agent(
+            id="research-agent", description="Researches.", inherit_context=False,
+            model=ScriptedChatModel(policy=_topics, record_calls=False),
+        )
+    },
+    subagent_threads="per_parent_thread",
+)
+
+
 # -- the graphs the servers serve as `parity_<name>` ------------------------------------
 #
-# A server loads this module once per graph id it serves (ten times), each time as a new
+# A server loads this module once per graph id it serves (once per graph), each time as a new
 # module. The graphs are compiled at the first load of a process only and kept in
 # `sys.modules` for the later ones: compiling all ten at every load added seconds to
 # every server's start.
@@ -478,6 +498,7 @@ _graphs = _compiled_once(
         "structured": structured_agent,
         "decisions": decisions_agent,
         "middleware": middleware_agent,
+        "time_travel": time_travel_agent,
     }
 )
 hooks = _graphs["hooks"]
@@ -496,3 +517,4 @@ compaction = _graphs["compaction"]
 structured = _graphs["structured"]
 decisions = _graphs["decisions"]
 middleware = _graphs["middleware"]
+time_travel = _graphs["time_travel"]

@@ -250,3 +250,7 @@ async def test_an_approval_inside_a_server_hosted_task_waits_on_the_tasks_thread
 
 async def test_the_control_tools_check_update_and_cancel_a_server_hosted_task(server: str) -> None:
     await parity.check_background_control(get_client(url=server))
+
+
+async def test_time_travel_forks_edits_and_copies_through_the_sdk(server: str) -> None:
+    await parity.check_time_travel(get_client(url=server))
