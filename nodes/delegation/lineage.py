@@ -12,7 +12,10 @@ subagent starts from the one its own branch names. Forks, copies of the thread a
 carry the pointer with the parent's messages, at no extra checkpoint write.
 
 A pause resumed is no new delegation: LangGraph continues the subagent from its own
-latest checkpoint, as before (`is_resuming`).
+latest checkpoint, as before (`is_resuming`). A replay (a run from an earlier checkpoint
+with no input, or after `update_state`: LangGraph marks it resuming too) is one: there
+LangGraph would load the newest subagent checkpoint written before the replayed one,
+which another branch may have written (`is_replaying`).
 """
 
 from __future__ import annotations

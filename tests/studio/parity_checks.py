@@ -411,6 +411,8 @@ async def check_time_travel(client: Any, *, copies: bool = True) -> None:
     )
     state = await client.threads.get_state(tid, subgraphs=True)
     assert state["next"] == ["research"] and [t["name"] for t in state["tasks"]] == ["research"], state
+    # the subagent's state as LangGraph reads it: its namespace's newest checkpoint, of any branch
+    assert state["tasks"][0]["state"]["values"]["messages"], state["tasks"]
     out = await _run(client, tid, "time_travel", input=None, checkpoint_id=edit["checkpoint"]["checkpoint_id"])
     assert out["messages"][-1]["content"] == "done: sub saw topic A | topic B | topic EDITED", out["messages"][-1]
     assert [m["content"] for m in out["messages"] if m["type"] == "human"] == ["A", "B", "D"]  # one call, edited
