@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from typing import Any
 
 from supervisor_graph.cli.output import short
@@ -31,8 +32,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise CLIError(f"--limit must be at least 1, not {args.limit}")
     agent, opened = with_storage(load_agent(args.target), args.db)
     entries = asyncio.run(_history(agent, args.thread, args.limit, opened))
-    if not entries:
-        raise CLIError(f"thread {args.thread!r} has no checkpoints")
+    if not entries:  # a thread nobody ran yet: nothing to list, which is no mistake
+        print(f"thread {args.thread!r} has no checkpoints yet", file=sys.stderr)
     for entry in entries:
         print(json.dumps(_json(entry), default=str) if args.json else _line(entry))
     return 0
