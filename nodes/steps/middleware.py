@@ -15,7 +15,7 @@ Each `AgentMiddleware` (a subclass, or what LangChain's decorators make) becomes
   calls instead of running them, its keys are state, `jump_to` goes back to the model or
   ends the run;
 - `wrap_tool_call` wraps each of the agent's own tool calls with LangChain's
-  `ToolCallRequest`.
+  `ToolCallRequest`, whose state is the agent's as the call's turn left it (`tool_state`).
 
 A sync hook runs in a worker thread (as LangGraph runs a sync node), its handler
 calling back into the run's event loop. State keys the middleware's `state_schema`
@@ -24,8 +24,10 @@ others are the agent's graph state (`state_keys`).
 
 A middleware's tools are the agent's (a tool returning a `Command` writes its state),
 and `HumanInTheLoopMiddleware` declares approvals on the tools it names (`as_approvals`).
-Middleware needing what the turn does not offer yet (a hook after the whole agent) is
-refused at declaration (`unsupported`), with what to use instead.
+`after_agent` runs once when the agent's run ends with an accepted answer
+(`aafter_agent`), the last middleware first; then the run's untracked keys of that
+middleware are dropped (a shell session it closed). What is not an `AgentMiddleware`
+is refused at declaration (`unsupported`), with what to use instead.
 """
 
 from __future__ import annotations
@@ -40,12 +42,21 @@ from langchain.agents.middleware.types import ModelRequest as LangChainModelRequ
 from langchain.tools.tool_node import ToolCallRequest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableBinding
+from langchain_core.tools import BaseTool
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph.message import add_messages
 
-from supervisor_graph.nodes.steps.protocol import Answered, ModelHandler, ModelRequest, Step, ToolHandler, ToolRequest
-from supervisor_graph.nodes.turn.routing import failed_result
+from supervisor_graph.nodes.steps.protocol import (
+    Answered,
+    ModelHandler,
+    ModelRequest,
+    Step,
+    ToolHandler,
+    ToolRequest,
+    tool_state,
+)
+from supervisor_graph.nodes.turn.routing import failed_result, finish_reason_of
 
 __all__ = ["MiddlewareStep", "as_approvals", "unsupported"]
 
@@ -53,11 +64,6 @@ __all__ = ["MiddlewareStep", "as_approvals", "unsupported"]
 _BASE_KEYS = frozenset({"messages", "jump_to", "structured_response"})
 
 _JUMPED = "middleware_jumped_to_end"
-
-# LangChain's middleware the turn cannot run yet, and what to use instead
-_INSTEAD = {
-    "ShellToolMiddleware": "a tool of your own",
-}
 
 
 def _overridden(middleware: AgentMiddleware, hook: str) -> bool:
@@ -70,14 +76,11 @@ def _overridden(middleware: AgentMiddleware, hook: str) -> bool:
 def unsupported(middleware: Any) -> str | None:
     """Why `middleware` cannot run as a step (None: it can): the error `Agent(...)` raises."""
     if not isinstance(middleware, AgentMiddleware):
-        return f"{type(middleware).__name__} is not a LangChain AgentMiddleware (langchain.agents.middleware)"
-    name = type(middleware).__name__
-    instead = _INSTEAD.get(name)
-    if instead is None and _overridden(middleware, "after_agent"):
-        instead = "before_agent / wrap_model_call / wrap_tool_call / before_model / after_model middleware, which run as steps"
-    if instead is None:
-        return None
-    return f"{name} is not supported as agent middleware yet (it needs a hook after the whole agent); use {instead}"
+        return (
+            f"{type(middleware).__name__} is not a LangChain AgentMiddleware (langchain.agents.middleware); "
+            "use an AgentMiddleware subclass or one of its decorators (wrap_model_call, before_model, ...)"
+        )
+    return None
 
 
 def as_approvals(middleware: Sequence[Any], tools: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,7 +117,9 @@ class MiddlewareStep(Step):
         # only the hooks it overrides (`Steps.of` reads `hooks`); its `after_model` runs on
         # the accepted answer, where what it returns can answer calls or end the run
         picked = {
-            hook for hook in ("before_agent", "before_model", "wrap_model_call", "wrap_tool_call") if _overridden(middleware, hook)
+            hook
+            for hook in ("before_agent", "before_model", "wrap_model_call", "wrap_tool_call", "after_agent")
+            if _overridden(middleware, hook)
         }
         self.hooks = frozenset(picked | ({"after_answer"} if _overridden(middleware, "after_model") else set()))
         if isinstance(middleware, HumanInTheLoopMiddleware):
@@ -189,10 +194,27 @@ class MiddlewareStep(Step):
         out.end = "stop" if jump == "end" else None
         return out
 
+    async def aafter_agent(self, request: ModelRequest, response: Any) -> Answered | None:
+        state = {**_state(self, request), "messages": [*request.messages, response]}
+        update = await self._hook("after_agent", state, request.runtime)
+        run_state = request.handle.step_state
+        for key in self.untracked:  # the run is done with what it kept (a shell session the hook closed)
+            run_state.pop(key, None)
+        if not update:
+            return None
+        out = Answered()
+        out.results.extend(self._keep(update, request, out.updates))  # they follow the answer in the thread
+        out.again = update.get("jump_to") == "model"
+        if out.results and not out.again:
+            out.end = finish_reason_of(response)  # the run still ends as its answer says, with them after it
+        return out
+
     # -- around a tool call ---------------------------------------------------------------
 
     async def awrap_tool_call(self, request: ToolRequest, handler: ToolHandler) -> Any:
-        asked = ToolCallRequest(tool_call=request.tool_call, tool=request.tool, state={}, runtime=request.runtime)
+        asked = ToolCallRequest(
+            tool_call=request.tool_call, tool=request.tool, state=tool_state(request.handle), runtime=request.runtime
+        )
 
         async def ours(lc: ToolCallRequest) -> Any:
             request.notes.pop("raised", None)
@@ -272,7 +294,7 @@ def _state(step: MiddlewareStep, request: ModelRequest) -> dict[str, Any]:
 def _langchain_request(request: ModelRequest, state: dict[str, Any]) -> LangChainModelRequest:
     bound = request.model
     model, kwargs = (bound.bound, dict(bound.kwargs)) if isinstance(bound, RunnableBinding) else (bound, {})
-    tools = kwargs.pop("tools", [])
+    tools = _as_declared(kwargs.pop("tools", []), request.spec)
     tool_choice = kwargs.pop("tool_choice", None)
     return LangChainModelRequest(
         model=model,  # type: ignore[arg-type]
@@ -284,6 +306,22 @@ def _langchain_request(request: ModelRequest, state: dict[str, Any]) -> LangChai
         runtime=request.runtime,
         model_settings=kwargs,
     )
+
+
+def _as_declared(tools: Sequence[Any], spec: Any) -> list[Any]:
+    """The bound tool schemas as the agent declared them: its own tools and its steps'
+    are `BaseTool`s again, as in LangChain's request (`ProviderToolSearchMiddleware`
+    reads their `extras`); a delegation tool stays the provider's dict."""
+    if spec is None:
+        return list(tools)
+    declared = {t.name: t for t in spec.steps.tools if isinstance(t, BaseTool)}
+    declared.update((name, t) for name, t in spec.tools.items() if isinstance(t, BaseTool))
+    return [declared.get(_tool_name(t), t) if isinstance(t, Mapping) else t for t in tools]
+
+
+def _tool_name(schema: Mapping[str, Any]) -> str:
+    function = schema.get("function")
+    return str(function.get("name", "") if isinstance(function, Mapping) else schema.get("name", ""))
 
 
 def _our_request(request: ModelRequest, asked: LangChainModelRequest, lc: LangChainModelRequest) -> ModelRequest:

@@ -37,8 +37,10 @@ __all__ = [
     "Step",
     "Steps",
     "ToolHandler",
+    "TURN_STATE",
     "ToolRequest",
     "as_tool_message",
+    "tool_state",
 ]
 
 
@@ -170,6 +172,26 @@ class ToolRequest:
 ToolHandler = Callable[[ToolRequest], Awaitable[Any]]
 
 
+# `RunHandle.step_state`'s key for the agent's last accepted turn: (the node's state, its
+# conversation, how much of it the call saw, the answer), what its tool calls read as the
+# agent's state (`tool_state`)
+TURN_STATE = "__turn__"
+
+
+def tool_state(handle: Any) -> dict[str, Any]:
+    """The agent's state as a tool call of its last turn sees it (LangGraph's
+    `ToolRuntime.state`, LangChain's `ToolCallRequest.state`): the node's state, the
+    keys steps keep for the run (a middleware's untracked state) and the conversation
+    up to the answer that made the call. Built per call, for the calls that read it."""
+    run_state = handle.step_state if handle is not None else {}
+    turn = run_state.get(TURN_STATE)
+    kept = {key: value for key, value in run_state.items() if key != TURN_STATE}
+    if turn is None:
+        return kept
+    state, messages, seen, answer = turn
+    return {**state, **kept, "messages": [*messages[:seen], answer]}
+
+
 def as_tool_message(output: Any, call: Any) -> ToolMessage:
     """What a tool call's handler answered, as the result the model sees."""
     if isinstance(output, ToolMessage):
@@ -227,6 +249,12 @@ class Step:
         adds, and whether the run goes on, goes back to the model or ends."""
         return None
 
+    async def aafter_agent(self, request: ModelRequest, response: Any) -> Answered | None:
+        """Once the agent's run ends with an accepted answer (`response`: no call left to
+        run, or a step ended the run), after every `aafter_answer` (LangChain's
+        `after_agent`): what it adds, and whether the model goes on after all (`again`)."""
+        return None
+
 
 def _capabilities(step: Step) -> list[type]:
     return [kind for kind in type(step).__mro__ if issubclass(kind, Step) and kind is not Step]
@@ -253,6 +281,7 @@ class Steps:
     stop: tuple[Step, ...] = ()
     answer_calls: tuple[Step, ...] = ()
     after_answer: tuple[Step, ...] = ()
+    after_agent: tuple[Step, ...] = ()
     answered: frozenset[str] = frozenset()  # every tool name the steps answer in the turn
     free: frozenset[str] = frozenset()  # every bookkeeping tool name of the steps
     # the tool schemas the steps offer the model, and every state channel they bring,
@@ -291,10 +320,11 @@ class Steps:
 
     async def settle(self, request: ModelRequest, response: Any) -> Answered | None:
         """What the steps make of an accepted answer: the calls of their own tools answered
-        (`aanswer_calls`), then each `aafter_answer`; None when no step has anything to
-        do with it (the common turn: one set lookup per call)."""
+        (`aanswer_calls`), then each `aafter_answer`, then, when the answer ends the run,
+        each `aafter_agent`; None when no step has anything to do with it (the common
+        turn: one set lookup per call)."""
         own = bool(self.answered) and any(call["name"] in self.answered for call in response.tool_calls)
-        if not own and not self.after_answer:
+        if not own and not self.after_answer and not self.after_agent:
             return None
         out = Answered()
         for step in self.answer_calls if own else ():
@@ -306,6 +336,11 @@ class Steps:
             done = await step.aafter_answer(request, response)
             if done is not None:
                 out.add(done)
+        if self.after_agent and not out.again and (out.end is not None or not response.tool_calls):
+            for step in reversed(self.after_agent):  # the run ends here: the last step first, as LangChain chains them
+                done = await step.aafter_agent(request, response)
+                if done is not None:
+                    out.add(done)
         return out
 
     def stop_reason(self, handle: Any) -> str | None:
@@ -351,7 +386,9 @@ class Steps:
 
 
 S = TypeVar("S", bound=Step)
-_HOOKS = ("before_agent", "before_model", "wrap_model_call", "after_model", "wrap_tool_call", "answer_calls", "after_answer")
+_HOOKS = (
+    "before_agent", "before_model", "wrap_model_call", "after_model", "wrap_tool_call", "answer_calls", "after_answer", "after_agent",
+)
 NO_STEPS = Steps()
 
 

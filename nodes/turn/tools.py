@@ -50,7 +50,7 @@ from supervisor_graph.nodes.steps.decisions import (
     parse_decision,
     pause_payload,
 )
-from supervisor_graph.nodes.steps.protocol import ToolRequest, as_tool_message
+from supervisor_graph.nodes.steps.protocol import ToolRequest, as_tool_message, tool_state
 from supervisor_graph.nodes.turn.routing import SUPERVISOR_NODE, TOOLS_NODE, error_result, failed_result, last_turn
 from supervisor_graph.nodes.turn.turn import steps_of_run
 
@@ -264,14 +264,15 @@ async def _execute(request: ToolRequest) -> ToolMessage:
 
 def _with_runtime(tool: BaseTool, call: Any, request: ToolRequest) -> dict[str, Any]:
     """The call as the tool takes it: with a LangGraph `ToolRuntime` for a tool that asks
-    for one (a LangChain middleware's tool), as LangGraph's `ToolNode` gives it. The
-    tools node runs one call from its `Send`, so the runtime carries no graph state."""
+    for one (a LangChain middleware's tool), as LangGraph's `ToolNode` gives it, its
+    `state` the agent's as the call's turn left it (`tool_state`): what a tool changes
+    there directly is not kept (a tool writes state by returning a `Command`)."""
     name = _runtime_parameter(tool)
     if name is None:
         return {**call, "type": "tool_call"}
     runtime = request.runtime
     injected: ToolRuntime[Any, Any] = ToolRuntime(
-        state={}, context=getattr(runtime, "context", None), config=request.config,
+        state=tool_state(request.handle), context=getattr(runtime, "context", None), config=request.config,
         stream_writer=getattr(runtime, "stream_writer", None) or _nowhere, tool_call_id=call["id"],
         store=getattr(runtime, "store", None), tools=list(request.spec.tools.values()) if request.spec is not None else [],
     )  # fmt: skip

@@ -37,7 +37,7 @@ from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.spec import AgentSpec
 from supervisor_graph.nodes.steps.budget import METERS
-from supervisor_graph.nodes.steps.protocol import Answered, ModelRequest, Steps
+from supervisor_graph.nodes.steps.protocol import TURN_STATE, Answered, ModelRequest, Steps
 from supervisor_graph.nodes.steps.structured_output import CHECKS, ResponseFormat, StructuredOutput, declared_schema
 from supervisor_graph.nodes.steps.usage import step_finish
 from supervisor_graph.nodes.turn.prefix_cache import PrefixCache
@@ -134,6 +134,8 @@ class Turn:
         against the run's output schema. `history` and `state` are the call's, for an
         answer this task did not ask for (a leaf's, let through by a person)."""
         request = self.request if self.request is not None else self._request(history, state, self.config)
+        # what the answer's tool calls read as the agent's state (`tool_state`): references, no copy
+        self.handle.step_state[TURN_STATE] = (request.state, request.messages, len(request.messages), response)
         return await self.steps.settle(request, response)
 
     def _request(self, history: Sequence[BaseMessage], state: Any, config: RunnableConfig) -> ModelRequest:

@@ -202,11 +202,6 @@ class Routed(TypedDict):
     route: NotRequired[str]
 
 
-class _AroundTheAgent(AgentMiddleware):
-    def after_agent(self, state: Any, runtime: Any) -> None:
-        return None
-
-
 async def test_before_agent_runs_once_a_run_and_what_it_writes_reaches_the_model_calls() -> None:
 
     from typing_extensions import TypedDict
@@ -237,12 +232,11 @@ async def test_before_agent_runs_once_a_run_and_what_it_writes_reaches_the_model
     assert route.routed == 1 and route.seen == ["fast", "fast"]
 
 
-@pytest.mark.parametrize("middleware", [_AroundTheAgent(), object()])
-def test_what_cannot_run_yet_is_refused_at_declaration_naming_what_to_use(middleware: Any) -> None:
+def test_what_is_no_middleware_is_refused_at_declaration_naming_what_to_use() -> None:
     with pytest.raises(ValidationError) as info:
-        Agent(id="a", model=ScriptedChatModel(), middleware=[middleware])
+        Agent(id="a", model=ScriptedChatModel(), middleware=[object()])
     text = str(info.value)
-    assert type(middleware).__name__ in text and ("use" in text or "not a LangChain" in text)
+    assert "object is not a LangChain AgentMiddleware" in text and "use an AgentMiddleware" in text
 
 
 async def test_an_answer_the_middleware_gives_itself_is_the_turns() -> None:
@@ -279,7 +273,7 @@ def _shipped() -> dict[str, Any]:
         "ModelRefusalMiddleware": ModelRefusalMiddleware,
         "LLMToolEmulator": lambda: LLMToolEmulator(model=ScriptedChatModel(responses=["emulated"] * 4)),
         "LLMToolSelectorMiddleware": lambda: LLMToolSelectorMiddleware(
-            model=ScriptedChatModel(responses=['{"tools": ["echo"]}'] * 4)
+            model=ScriptedChatModel(responses=[tool_call("ToolSelectionResponse", {"tools": ["echo"]})] * 4)
         ),
         "ModelRetryMiddleware": ModelRetryMiddleware,
         "ToolRetryMiddleware": ToolRetryMiddleware,
