@@ -1,10 +1,13 @@
 """How `run` and `demo` show a run as it streams: a line per delegation and tool call,
-a spinner while the model thinks, then the answer and the token usage (or, with
+a spinner while the model thinks, then the answer, the token usage and, when the price
+table knows its models, the cost in USD (or, with
 `--json`, every stream chunk as one JSON line)."""
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import time
 
 from rich.console import Console
@@ -117,9 +120,10 @@ class LiveView:
             console.print(answer, markup=False, highlight=False)
             console.rule()
         u = result.usage
+        costs = _costs(result)
         console.print(
             f"finish: {result.finish_reason} | tokens: {u.input_tokens} in, {u.output_tokens} out, "
-            f"{u.total_tokens} total | {time.perf_counter() - self.t0:.2f}s"
+            f"{u.total_tokens} total{_usd(costs.get(''))} | {time.perf_counter() - self.t0:.2f}s"
             + (f" | thread: {result.thread_id}" if result.thread_id else ""),
             markup=False,
             highlight=False,
@@ -128,7 +132,7 @@ class LiveView:
         if len(used) > 1:  # one agent's line would only repeat the total above
             for path, u in used.items():
                 console.print(
-                    f"  {path}: {u.input_tokens} in, {u.output_tokens} out, {u.total_tokens} total",
+                    f"  {path}: {u.input_tokens} in, {u.output_tokens} out, {u.total_tokens} total{_usd(costs.get(path))}",
                     markup=False,
                     highlight=False,
                 )
@@ -141,3 +145,32 @@ class LiveView:
     def close(self) -> None:
         if self.status is not None:
             self.status.stop()
+
+
+def _costs(result: GenerateResult) -> dict[str, float | None]:
+    """The run's cost in USD ("") and each agent's, by path (SPEC §33). A model the price
+    table lacks leaves its cost unknown: the line then shows none, without the library's
+    warning, which would only repeat that (a scripted demo model has no price)."""
+    quiet = _Unpriced()
+    log = logging.getLogger("supervisor_graph")
+    log.addFilter(quiet)
+    try:
+        return {"": result.cost, **{path: u.cost for path, u in result.usage_by_agent.items()}}
+    finally:
+        log.removeFilter(quiet)
+
+
+class _Unpriced(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("no price for ")
+
+
+def _usd(cost: float | None) -> str:
+    """`cost` as a line shows it (nothing when unknown): cents for a dollar or more, else
+    enough digits that a cheap call does not read as free."""
+    if cost is None:
+        return ""
+    if cost >= 1 or cost <= 0:
+        return f", ${cost:.2f}"
+    decimals = max(2, 2 - math.floor(math.log10(cost)))  # three significant digits
+    return f", ${cost:.{decimals}f}".rstrip("0")
