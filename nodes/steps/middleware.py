@@ -40,13 +40,14 @@ from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddlewar
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelResponse
 from langchain.agents.middleware.types import ModelRequest as LangChainModelRequest
 from langchain.tools.tool_node import ToolCallRequest
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableBinding
 from langchain_core.tools import BaseTool
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph.message import add_messages
 
+from supervisor_graph.nodes.state import FEEDBACK_MARK
 from supervisor_graph.nodes.steps.protocol import (
     Answered,
     ModelHandler,
@@ -203,7 +204,9 @@ class MiddlewareStep(Step):
         if not update:
             return None
         out = Answered()
-        out.results.extend(self._keep(update, request, out.updates))  # they follow the answer in the thread
+        # they follow the answer in the thread; a user message there is the model's feedback,
+        # not a new run's input (the run's turns and its `before_agent` go on counting)
+        out.results.extend(_as_feedback(m) for m in self._keep(update, request, out.updates))
         out.again = update.get("jump_to") == "model"
         if out.results and not out.again:
             out.end = finish_reason_of(response)  # the run still ends as its answer says, with them after it
@@ -256,6 +259,12 @@ class MiddlewareStep(Step):
                 request.notes.setdefault("middleware_state", {})[key] = value
         messages = update.get("messages") or []
         return list(messages) if isinstance(messages, Sequence) else [messages]
+
+
+def _as_feedback(message: BaseMessage) -> BaseMessage:
+    if not isinstance(message, HumanMessage) or FEEDBACK_MARK in message.additional_kwargs:
+        return message
+    return message.model_copy(update={"additional_kwargs": {**message.additional_kwargs, FEEDBACK_MARK: "middleware"}})
 
 
 def _keys(schema: Any) -> tuple[dict[str, Any], frozenset[str]]:

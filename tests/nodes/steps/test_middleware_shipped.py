@@ -308,3 +308,4 @@ async def test_after_agent_may_send_the_model_back(where: str) -> None:
     assert str(model.calls[1][-1].content) == "Double-check it."  # the model saw its note
     assert audit.seen[:2] == ["first try", "checked"]
     assert result.text == ("checked" if where == "supervisor" else "done")
+    assert result.usage.total_tokens == 15 * (2 if where == "supervisor" else 4)  # one run, every call counted
