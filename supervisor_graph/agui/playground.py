@@ -1,10 +1,11 @@
 """The playground (SPEC §22): a small offline page at `/` on the AG-UI app.
 
-No build step: `playground/index.html`, `app.js`, `timeline.js` and `style.css` are
+No build step: `playground/index.html`, `app.js`, `timeline.js`, `travel.js` and `style.css` are
 served as they are committed (no CDN, no web fonts, no request leaves the server). The
 page talks AG-UI to an endpoint of its own (`/_playground/agent`) that shows subagents
 as attributed invocations, whatever the app's main endpoint does, and reads the
-resource's threads from two JSON routes.
+resource's threads from two JSON routes, and a thread's checkpoints (time travel, SPEC
+§34) from a third.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from supervisor_graph.agui.serving import root_thread, thread_access
 from supervisor_graph.agui.sse import add_agui_endpoint
 from supervisor_graph.declaration.errors import ThreadBusyError
 from supervisor_graph.declaration.remote import RemoteAgent
+from supervisor_graph.run.history import history as checkpoints_of
 from supervisor_graph.run.resume import pending_interrupts
 
 __all__ = ["PLAYGROUND_AGENT_PATH", "add_playground"]
 
 ASSETS = Path(__file__).with_name("playground")
 PLAYGROUND_AGENT_PATH = "/_playground/agent"
-_TYPES = {"app.js": "text/javascript", "timeline.js": "text/javascript", "style.css": "text/css"}
+_TYPES = {"app.js": "text/javascript", "timeline.js": "text/javascript", "travel.js": "text/javascript", "style.css": "text/css"}
 
 
 def _delegates(agent: Agent | RemoteAgent) -> dict[str, str]:
@@ -70,6 +72,22 @@ def _call(call: Any, delegates: dict[str, str]) -> dict[str, Any]:
     if call["name"] in delegates:
         shown["agent"] = delegates[call["name"]]
     return shown
+
+
+def _checkpoint(entry: dict[str, Any], delegates: dict[str, str]) -> dict[str, Any]:
+    """One of `agent.history`'s checkpoints as the page picks a step: its conversation
+    shaped as the history route's, `next` empty where a run ended (a turn to fork after)."""
+    shown = (_message(m, delegates) for m in entry["messages"])
+    return {
+        "id": entry["checkpoint_id"],
+        "parent": entry["parent_checkpoint_id"],
+        "step": entry["step"],
+        "source": entry["source"],
+        "created_at": entry["created_at"],
+        "next": entry["next"],
+        "messages": [m for m in shown if m is not None],
+        "delegations": entry["delegations"],
+    }
 
 
 async def _callers(bridge: AGUIAgent, thread_id: str, resource: str) -> dict[str, list[str]]:
@@ -133,7 +151,18 @@ def add_playground(app: FastAPI, main: AGUIAgent) -> None:
             shown["callers"] = await _callers(bridge, thread_id, resource)
         return JSONResponse(shown)
 
+    async def checkpoints(thread_id: str, request: Request) -> JSONResponse:
+        if bridge.remote is not None:
+            return JSONResponse({"checkpoints": []})
+        await thread_access(bridge, request, thread_id)  # as the history route: the user's own threads
+        if root_thread(thread_id) != thread_id:  # a delegation's thread forks with its parent's steps
+            return JSONResponse({"checkpoints": []})
+        delegates = _delegates(bridge.agent)
+        found = await checkpoints_of(bridge.agent, {"thread": thread_id})
+        return JSONResponse({"checkpoints": [_checkpoint(entry, delegates) for entry in found]})
+
     app.add_api_route("/", index, methods=["GET"], include_in_schema=False)
     app.add_api_route("/playground/{name}", asset, methods=["GET"], include_in_schema=False)
     app.add_api_route(f"{PLAYGROUND_AGENT_PATH}/threads", threads, methods=["GET"])
     app.add_api_route(PLAYGROUND_AGENT_PATH + "/threads/{thread_id}", history, methods=["GET"])
+    app.add_api_route(PLAYGROUND_AGENT_PATH + "/threads/{thread_id}/checkpoints", checkpoints, methods=["GET"])

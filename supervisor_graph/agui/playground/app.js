@@ -61,6 +61,7 @@ const app = {
   assistantNodes: new Map(), // message id -> bubble
   subs: new Map(), // subagent run id -> card
   calls: new Map(), // tool call id -> {name, args}
+  agents: new Map(), // delegation tool (`agent-<key>`) -> the subagent's id, as the tree names it
   callers: {}, // interrupt id -> agent path, from a reloaded thread's history (the Mastra dialect's interrupts lack it)
   state: null, // shared state (working memory)
 };
@@ -101,26 +102,12 @@ async function openThread(id) {
   timeline.show(id);
   $("messages").replaceChildren();
   app.messages = [];
+  travel.leave();
   const response = await fetch(`${ENDPOINT}/threads/${encodeURIComponent(id)}`);
   if (response.ok) {
     const { messages, state, interrupts, callers } = await response.json();
     app.callers = callers || {};
-    for (const m of messages) {
-      if (m.role === "tool") {
-        if (m.agent) historyDelegation(m);
-        else addMessage("tool", `${m.name} → ${m.content}`);
-        app.messages.push({ id: m.id, role: "tool", toolCallId: m.toolCallId, content: m.content });
-      } else {
-        for (const c of m.toolCalls || []) app.calls.set(c.id, { name: c.name, args: c.args || {} });
-        // a background task's outcome notice: a user message the history marks as one
-        if (m.content) addMessage(m.backgroundTask ? "notice" : m.role, m.content, m.id);
-        const entry = { id: m.id, role: m.role, content: m.content };
-        if (m.toolCalls && m.toolCalls.length) {
-          entry.toolCalls = m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } }));
-        }
-        app.messages.push(entry);
-      }
-    }
+    showMessages(messages);
     showState(state);
     // the thread's pending approvals and suspends: answerable after a reload too
     if (interrupts && interrupts.length) {
@@ -131,6 +118,38 @@ async function openThread(id) {
     }
   }
   await loadThreads();
+  travel.list(id);
+}
+
+// a conversation as the history route shapes it, shown and made the one the next run
+// sends; `cards`: a delegation gets a card in the tree too (not over a live run's)
+function showMessages(messages, { cards = true } = {}) {
+  $("messages").replaceChildren();
+  app.messages = [];
+  for (const m of messages) {
+    if (m.role === "tool") {
+      if (m.agent) {
+        addMessage("tool", `${m.agent} → ${m.content}`).dataset.agent = m.agent;
+        if (cards) historyDelegation(m);
+      } else {
+        addMessage("tool", `${m.name} → ${m.content}`);
+      }
+      app.messages.push({ id: m.id, role: "tool", toolCallId: m.toolCallId, content: m.content });
+    } else {
+      for (const c of m.toolCalls || []) {
+        app.calls.set(c.id, { name: c.name, args: c.args || {} });
+        if (c.agent) app.agents.set(c.name, c.agent);
+      }
+      // a background task's outcome notice: a user message the history marks as one
+      if (m.content) addMessage(m.backgroundTask ? "notice" : m.role, m.content, m.id);
+      const entry = { id: m.id, role: m.role, content: m.content };
+      if (m.toolCalls && m.toolCalls.length) {
+        entry.toolCalls = m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } }));
+      }
+      app.messages.push(entry);
+    }
+  }
+  if (cards) travel.editable();
 }
 
 function resetRunViews() {
@@ -211,7 +230,6 @@ function subCard(event) {
 // a delegation in a reloaded thread: named after its subagent, as the live view names
 // it (the history says which one its `agent-<key>` tool calls), with a card in the tree
 function historyDelegation(m) {
-  addMessage("tool", `${m.agent} → ${m.content}`).dataset.agent = m.agent;
   subCard({ name: m.agent, subagentRunId: `history:${m.toolCallId}`, parentToolCallId: m.toolCallId });
   const card = app.subs.get(`history:${m.toolCallId}`);
   const state = m.status === "error" ? "failed" : "done";
@@ -538,9 +556,11 @@ function onEvent(event, live) {
       if (node && !event.subagentRunId) app.messages.push({ id: event.messageId, role: "assistant", content: node.textContent });
       break;
     }
-    case "TOOL_CALL_START":
-      app.calls.set(event.toolCallId, { name: event.toolCallName, args: {}, raw: "", sub: event.subagentRunId });
+    case "TOOL_CALL_START": { // a call reopened (a resume, an edit's rerun) has no arguments again: keep its own
+      const known = app.calls.get(event.toolCallId);
+      app.calls.set(event.toolCallId, { name: event.toolCallName, args: known ? known.args : {}, raw: "", sub: event.subagentRunId });
       break;
+    }
     case "TOOL_CALL_ARGS": {
       const call = app.calls.get(event.toolCallId);
       if (call) { call.raw += event.delta; try { call.args = JSON.parse(call.raw); } catch { /* more to come */ } }
@@ -551,9 +571,12 @@ function onEvent(event, live) {
       if (call && !call.sub && !event.subagentRunId && !call.name.startsWith("agent-")) addMessage("tool", `${call.name} → ${event.content}`);
       break;
     }
-    case "SUBAGENT_STARTED":
+    case "SUBAGENT_STARTED": {
+      const call = app.calls.get(event.parentToolCallId);
+      if (call && !event.parentSubagentRunId) app.agents.set(call.name, event.name);
       subCard(event);
       break;
+    }
     case "SUBAGENT_FINISHED": {
       const outcome = event.outcome && event.outcome.type;
       const usage = event.metadata && (event.metadata.supervisor_graph || event.metadata.mastra || {}).usage;
@@ -571,6 +594,9 @@ function onEvent(event, live) {
       break;
     case "STATE_DELTA":
       showState(applyPatch(app.state, event.delta));
+      break;
+    case "MESSAGES_SNAPSHOT": // a fork's run ends with the fork's conversation (time travel)
+      travel.snapshot(event.messages || []);
       break;
     case "RUN_FINISHED": {
       const outcome = event.outcome || { type: "success" };
@@ -630,7 +656,7 @@ function markStopped(stopped, how, code) {
       : "Run interrupted by your next message: it stopped at its next step; the steps it finished are kept.";
 }
 
-async function run({ text = null, resume = null } = {}) {
+async function run({ text = null, resume = null, edit = null } = {}) {
   // a message sent while a run is going stops it and runs next, with its context
   // (double texting, SPEC §29: forwardedProps.on_busy = "interrupt")
   const busy = app.running !== null;
@@ -651,11 +677,11 @@ async function run({ text = null, resume = null } = {}) {
   const body = {
     threadId: app.threadId,
     runId: uid("run"),
-    messages: app.messages,
+    messages: edit ? [] : app.messages, // an edit runs a delegation again: nothing new is said
     state: {},
     tools: [],
     context: [],
-    forwardedProps: busy ? { on_busy: ON_BUSY } : {},
+    forwardedProps: { ...(busy ? { on_busy: ON_BUSY } : {}), ...travel.props(text, edit) },
     ...(resume ? { resume } : {}),
   };
   try {
@@ -708,6 +734,8 @@ async function run({ text = null, resume = null } = {}) {
       timeline.stop("cancelled"); // a stream that ended with no terminal event
       app.running = null;
       $("cancel").disabled = true;
+      travel.list(app.threadId);
+      travel.editable();
     }
     loadThreads();
   }
@@ -735,6 +763,8 @@ $("new-thread").addEventListener("click", () => {
   $("messages").replaceChildren();
   resetRunViews();
   timeline.show(app.threadId);
+  travel.leave();
+  travel.list(app.threadId);
   showState(null);
   loadThreads();
   $("prompt").focus();
