@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk
 
+from supervisor_graph.checkpointers.naming import stable_namespace
 from supervisor_graph.nodes.observability.events import EVENT_KEY
 from supervisor_graph.nodes.text import text_of
 from supervisor_graph.nodes.turn.leaf import AGENT_PATH_KEY, NAMESPACE_KEY
@@ -36,6 +37,8 @@ class AgentStream:
         self._result: GenerateResult | None = None
         self._error: BaseException | None = None
         self._paths: dict[tuple[str, ...], tuple[str, ...]] = {(): (run.agent.id,)}
+        # a delegation's namespace as its start announced it, by that namespace without task ids
+        self._announced: dict[str, str] = {}
         self._task = asyncio.ensure_future(self._pump())
 
     @property
@@ -45,6 +48,20 @@ class AgentStream:
     def _push(self, chunk: StreamChunk) -> None:
         self._chunks.append(chunk)
         self._changed.set()
+
+    def _where(self, ns: tuple[str, ...]) -> str:
+        """The namespace a chunk from `ns` names: the one its delegation's start announced.
+        A subagent with a thread per parent thread runs as a `checkpointer=True` subgraph,
+        whose namespace LangGraph keeps without the task id, while its start names the
+        task: its chunks take the start's, so clients pair them with their invocation."""
+        where = "|".join(ns)
+        if self._announced:
+            for end in range(len(ns), 0, -1):
+                if ":" not in ns[end - 1]:
+                    announced = self._announced.get(stable_namespace("|".join(ns[:end])))
+                    if announced is not None:
+                        return "|".join((announced, *ns[end:]))
+        return where
 
     def _agent_path(self, ns: tuple[str, ...]) -> tuple[str, ...]:
         path = self._paths.get(ns)
@@ -127,6 +144,8 @@ class AgentStream:
             return
         if data["type"] == "text-delta":  # checked text a node streamed itself (SPEC §30)
             streamed.add(data["payload"].get("message_id") or "")
+        elif data["type"] == "delegation-start" and ":" in (started := data["payload"].get("namespace") or ""):
+            self._announced[stable_namespace(started)] = started
         self._push(
             make_chunk(
                 data["type"],
@@ -134,7 +153,7 @@ class AgentStream:
                 data["run_id"],
                 tuple(data["agent_path"]),
                 # a remote subagent's tokens name its delegation's namespace
-                data.get("namespace") or "|".join(ns),
+                data.get("namespace") or self._where(ns),
             )
         )
 
@@ -153,7 +172,7 @@ class AgentStream:
         elif message.id in streamed:
             return
         path = tuple(own_path) if own_path is not None else self._agent_path(ns)
-        where = meta[NAMESPACE_KEY] if own_path is not None else "|".join(ns)
+        where = meta[NAMESPACE_KEY] if own_path is not None else self._where(ns)
         reasoning = _reasoning_text(message)
         if reasoning:
             payload = {"text": reasoning, "message_id": message.id}

@@ -348,3 +348,18 @@ async def test_booleans_are_refused_where_numbers_are_expected() -> None:
     assert (await parent.generate("go")).text == "ok"
     [error] = tool_results(model.calls[-1])
     assert error.status == "error" and "max_steps" in error.content and "boolean" in error.content
+
+
+async def test_a_per_parent_thread_subagents_chunks_name_the_namespace_its_start_announced() -> None:
+    # LangGraph keeps such a subgraph's namespace without the task id; clients pair a
+    # subagent's text with its invocation by the namespace its delegation-start names
+    def lead(messages):
+        return delegate("research", "look") if isinstance(messages[-1], HumanMessage) else f"done: {messages[-1].content}"
+
+    research = Agent(id="research", description="r", model=ScriptedChatModel(policy=lambda m: "found"))
+    team = Agent(id="lead", model=ScriptedChatModel(policy=lead), agents={"research": research}, subagent_threads="per_parent_thread")
+    stream = await team.stream("go")
+    chunks = [c async for c in stream.full_stream]
+    [started] = [c for c in chunks if c.type == "delegation-start"]
+    own = {c.namespace for c in chunks if c.agent_path == ("lead", "research")}
+    assert own == {started.payload["namespace"]} and ":" in started.payload["namespace"]
