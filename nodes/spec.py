@@ -92,7 +92,9 @@ class AgentSpec:
     client_tools: frozenset[str] = frozenset()
     retry_policy: Any = None  # the agent's RetryPolicy for its model calls
     agent_name: str = ""  # `Agent.name`, else its id: what traces call it
-    inherit_context: bool = True  # False: as a subagent it sees only its prompt and its own thread (SPEC §25)
+    # as a subagent, how much of its parent's conversation it sees (an `InheritContext`;
+    # None: only its prompt and its own thread; SPEC §25)
+    inherit_context: Any = None
     # subagent key -> its `result_preview_tokens`: longer answers reach this agent as a preview and a ref
     preview_tokens: Mapping[str, int] = field(default_factory=dict)
     tracing: bool = True  # False: `Agent(tracing=False)`, no OpenTelemetry spans for its runs

@@ -54,6 +54,7 @@ from supervisor_graph.nodes.delegation.control import (
     DelegationResult,
     DelegationStartContext,
     DelegationStartResult,
+    InheritContext,
 )
 
 # Imported for what they register: the capabilities whose per-call options `RunOptions`
@@ -96,6 +97,7 @@ __all__ = [
     "DelegationStartResult",
     "FinishChunk",
     "GenerateResult",
+    "InheritContext",
     "StorageUnavailableError",
     "StructuredOutputError",
     "IterationContext",

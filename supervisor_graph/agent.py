@@ -31,6 +31,7 @@ from supervisor_graph.declaration.remote import RemoteAgent, RemoteSubagent
 from supervisor_graph.declaration.tools import tools_by_name
 from supervisor_graph.memory.memory import Memory
 from supervisor_graph.nodes.background.tasks import BackgroundSettings, BackgroundTaskConfig
+from supervisor_graph.nodes.delegation.control import InheritContext
 from supervisor_graph.nodes.guards.core import Guardrail
 from supervisor_graph.nodes.options import RunOptions
 from supervisor_graph.nodes.scope.context import RequestContext
@@ -98,9 +99,12 @@ class Agent(BaseModel):
         description='A persistent scratchpad (SPEC §8): {"scope": "resource" | "thread", "template": str} or '
         '{"scope": ..., "schema": PydanticModel}; True for the defaults.',
     )
-    inherit_context: bool = Field(
-        default=True, description="As a subagent, see the parent's conversation (False: only the delegation's prompt)."
+    inherit_context: bool | InheritContext = Field(
+        default=True,
+        description="As a subagent, see the newest turns of the parent's conversation: True, at most 1,000 tokens of them; "
+        '{"max_tokens": N} and/or {"turns": K}; {} all of them; False: only the delegation\'s prompt (SPEC §25).',
     )
+    expose_max_steps: bool = Field(default=False, description="Offer its model a max_steps argument on each delegation tool.")
     result_preview_tokens: int | None = Field(
         default=None, ge=1, description="As a subagent, longer answers reach the supervisor as a preview and a [ref: id]."
     )

@@ -11,7 +11,7 @@ rest of the library imports from here:
 
 - `result`: `DelegationRecord`, `DelegationResult`, `DelegationAbortedError`, `failure_text`
 - `hooks`: the hooks' contexts and results, running a hook, recording its failure
-- `view`: the parent's conversation as a subagent sees it, `message_filter`
+- `view`: the parent's conversation as a subagent sees it, `message_filter`, `InheritContext`
 - `start`: the `<key>.start` node
 - `complete`: the `<key>.complete` node and the supervisor's tool result
 - `transcript`: a record filled in from the subagent's last state
@@ -45,7 +45,13 @@ from supervisor_graph.nodes.delegation.result import (
 )
 from supervisor_graph.nodes.delegation.start import DEFAULT_REJECTION, make_start_node
 from supervisor_graph.nodes.delegation.transcript import record_answer, record_transcript
-from supervisor_graph.nodes.delegation.view import apply_message_filter, model_view
+from supervisor_graph.nodes.delegation.view import (
+    InheritContext,
+    apply_message_filter,
+    inherit_bound,
+    model_view,
+    within,
+)
 from supervisor_graph.nodes.scope.context import (
     DELEGATION_HOOK_ERRORS,
     RESOURCE_ID_KEY,
@@ -70,12 +76,14 @@ __all__ = [
     "DelegationStartContext",
     "DelegationStartResult",
     "HookFailed",
+    "InheritContext",
     "abort_delegation",
     "apply_message_filter",
     "check_json",
     "complete_hook",
     "failure_text",
     "finish_delegation",
+    "inherit_bound",
     "make_complete_node",
     "make_start_node",
     "model_view",
@@ -85,4 +93,5 @@ __all__ = [
     "result_message",
     "run_hook",
     "validate_hook_result",
+    "within",
 ]

@@ -5,7 +5,8 @@ config, whichever way it then runs.
 
 The parent's conversation reaches the subagent's model through the handle (never
 through state), so the subagent's thread stores only its prompt, its own messages and
-its answer.
+its answer. It is the model view (user messages and answers: no tool calls, no tool
+results), the newest turns `Agent(inherit_context=...)` lets through (`within`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 
 from supervisor_graph.checkpointers.compat import read_channel
 from supervisor_graph.nodes.delegation.opening import Delegation
-from supervisor_graph.nodes.delegation.view import apply_message_filter, model_view
+from supervisor_graph.nodes.delegation.view import apply_message_filter, model_view, within
 from supervisor_graph.nodes.observability.tracing import agent_metadata
 from supervisor_graph.nodes.options import RunContext, RunHandle, RunOptions
 from supervisor_graph.nodes.scope.context import (
@@ -99,7 +100,7 @@ async def _inherited(delegation: Delegation, sub_spec: AgentSpec) -> list[BaseMe
     config, handle, record = delegation.config, delegation.handle, delegation.record
     parent_messages: list[BaseMessage] = read_channel(config, "messages") or []
     # inherit_context=False: only the prompt and its own thread (the filter still runs)
-    inherited = [*handle.context_messages, *parent_messages] if sub_spec.inherit_context else []
+    inherited = [*handle.context_messages, *parent_messages] if sub_spec.inherit_context is not None else []
     if compactor_of(delegation.parent) is not None and inherited:  # what the parent's model sees: its summary
         inherited = summarised(inherited, read_channel(config, COMPACTION_KEY))
     opts = delegation.opts
@@ -115,7 +116,7 @@ async def _sub_handle(
         agent_path=(*handle.agent_path, agent_id),
         request_context=request_context,
         abort_signal=handle.abort_signal,
-        context_messages=model_view(chosen),
+        context_messages=_bounded(model_view(chosen), sub_spec),
         thread_id=delegation.record.sub_agent_thread_id,
         resource_id=delegation.record.sub_agent_resource_id,
         root_context=handle.root,
@@ -129,6 +130,12 @@ async def _sub_handle(
         # its parent's budgets and its own (`modified_budget`, else `Agent(budget=)`), from now
         budget=child_budget(handle.budget, delegation.task.get("budget"), budget_of(sub_spec)),
     )
+
+
+def _bounded(view: list[BaseMessage], sub_spec: AgentSpec) -> list[BaseMessage]:
+    # after the filter, so that the bound holds whatever it chose; without inheritance
+    # the filter's choice (from nothing) is the subagent's, as before
+    return view if sub_spec.inherit_context is None else within(view, sub_spec.inherit_context)
 
 
 def _sub_config(delegation: Delegation, sub_spec: AgentSpec, sub_handle: RunHandle) -> RunnableConfig:

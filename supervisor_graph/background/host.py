@@ -40,8 +40,10 @@ from supervisor_graph.nodes.background.tasks import (
 from supervisor_graph.nodes.delegation.control import (
     DelegationRecord,
     complete_hook,
+    inherit_bound,
     record_answer,
     record_transcript,
+    within,
 )
 from supervisor_graph.nodes.delegation.subagent import sub_options
 from supervisor_graph.nodes.observability.tracing import agent_metadata
@@ -355,7 +357,7 @@ class RunBackground(TaskControl):
             run_id=record["task_id"],
             agent_path=(self.agent.id, sub.id),
             request_context=request_context,
-            context_messages=list(context_messages) if sub.inherit_context else [],
+            context_messages=within(list(context_messages), inherit_bound(sub.inherit_context)),
             thread_id=None,
             resource_id=f"{self.resource_id or self.thread_id}/{record['agent_key']}",
             stream_events=False,

@@ -36,7 +36,7 @@ from supervisor_graph.declaration.tools import is_client_tool
 from supervisor_graph.memory.versions import resolver_for
 from supervisor_graph.nodes.background.control import background_of
 from supervisor_graph.nodes.background.tasks import input_schema, state_schema
-from supervisor_graph.nodes.delegation.control import make_complete_node, make_start_node
+from supervisor_graph.nodes.delegation.control import inherit_bound, make_complete_node, make_start_node
 from supervisor_graph.nodes.delegation.subagent import make_subagent_node
 from supervisor_graph.nodes.errors import unwrapping_retry_on
 from supervisor_graph.nodes.gates.iteration import make_iteration_node
@@ -67,21 +67,19 @@ if TYPE_CHECKING:
 __all__ = ["add_nodes", "build_spec", "compile_agent", "delegation_tool_schema", "new_builder", "node_table"]
 
 
-def delegation_tool_schema(key: str, description: str) -> dict[str, Any]:
-    """The tool the supervisor model sees for subagent `key` (SPEC §6.1)."""
+def delegation_tool_schema(key: str, description: str, expose_max_steps: bool = False) -> dict[str, Any]:
+    """The tool the supervisor model sees for subagent `key` (SPEC §6.1): the subagent's
+    description, once, and a `prompt`; `max_steps` only when the supervisor opts in
+    (`Agent(expose_max_steps=True)`: every call resends the schema, issue 51)."""
+    properties: dict[str, Any] = {"prompt": {"type": "string"}}
+    if expose_max_steps:
+        properties["max_steps"] = {"type": "integer", "minimum": 1}
     return {
         "type": "function",
         "function": {
             "name": f"{DELEGATION_PREFIX}{key}",
             "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "prompt": {"type": "string", "description": "The task for the subagent, with what it needs to know."},
-                    "max_steps": {"type": "integer", "minimum": 1, "description": "Optional step limit for the subagent."},
-                },
-                "required": ["prompt"],
-            },
+            "parameters": {"type": "object", "properties": properties, "required": ["prompt"]},
         },
     }
 
@@ -153,7 +151,9 @@ def build_spec(agent: Agent, inherited: Inherited = NOTHING_INHERITED) -> AgentS
         instructions=agent.instructions,
         chat_model=model,
         model_factory=factory,
-        delegation_schemas=[delegation_tool_schema(key, sub.description or "") for key, sub in agent.agents.items()],
+        delegation_schemas=[
+            delegation_tool_schema(key, sub.description or "", agent.expose_max_steps) for key, sub in agent.agents.items()
+        ],
         tools=tools,
         delegation_tools=delegation_tools,
         subagent_ids={key: sub.id for key, sub in agent.agents.items()},
@@ -161,7 +161,7 @@ def build_spec(agent: Agent, inherited: Inherited = NOTHING_INHERITED) -> AgentS
         client_tools=client_tools,
         retry_policy=agent.retry_policy,
         agent_name=agent.name or agent.id,
-        inherit_context=agent.inherit_context,
+        inherit_context=inherit_bound(agent.inherit_context),
         preview_tokens={
             key: sub.result_preview_tokens
             for key, sub in agent.agents.items()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from langgraph.graph.state import CompiledStateGraph
 
 from supervisor_graph import Agent, compile_agent
+from supervisor_graph.compiler.build import delegation_tool_schema
 from supervisor_graph.nodes.options import RunContext
-from supervisor_graph.testing import ScriptedChatModel
+from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 
 def tree() -> Agent:
@@ -75,3 +79,34 @@ def test_subagents_are_subgraphs_to_any_depth() -> None:
 
     mid_graph, _ = _build(top.agents["mid"], checkpointer=None, store=None)
     assert "leaf" in mid_graph.nodes and "leaf.start" in mid_graph.nodes
+
+
+def _delegation_tools(boss: Agent) -> list[dict[str, Any]]:
+    model = boss.model
+    assert isinstance(model, ScriptedChatModel)
+    boss.generate_sync("go")
+    return [t for t in model.call_tools[0] if t["function"]["name"].startswith("agent-")]
+
+
+def test_a_delegation_tool_offers_a_prompt_and_the_subagents_description_once() -> None:
+    """Issue 51: the schema is resent on every supervisor call, so it holds what the model needs."""
+    sub = Agent(id="sub-agent", description="Finds facts about a topic.", model=ScriptedChatModel(responses=["ok"]))
+    boss = Agent(id="boss", model=ScriptedChatModel(responses=["done"]), agents={"sub": sub})
+    [tool] = _delegation_tools(boss)
+    assert tool["function"]["description"] == "Finds facts about a topic."
+    assert json.dumps(tool).count("Finds facts") == 1
+    assert tool["function"]["parameters"] == {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}
+    assert delegation_tool_schema("sub", "Finds facts about a topic.") == tool
+
+
+def test_max_steps_is_offered_only_when_the_supervisor_opts_in_and_is_always_honoured() -> None:
+    sub = Agent(id="sub-agent", description="Sub.", model=ScriptedChatModel(responses=["ok"]))
+    boss = Agent(id="boss", model=ScriptedChatModel(responses=["done"]), agents={"sub": sub}, expose_max_steps=True)
+    [tool] = _delegation_tools(boss)
+    assert tool["function"]["parameters"]["properties"]["max_steps"] == {"type": "integer", "minimum": 1}
+    # a model that sends max_steps anyway (an older prompt, a replayed call) is still obeyed
+    sub_model = ScriptedChatModel(responses=[tool_call("nothing"), "never"])
+    sub = Agent(id="sub-agent", description="Sub.", model=sub_model)
+    boss = Agent(id="boss", model=ScriptedChatModel(responses=[delegate("sub", "go", max_steps=1), "done"]), agents={"sub": sub})
+    result = boss.generate_sync("go")
+    assert len(sub_model.calls) == 1 and result.delegations[0].finish_reason == "max_steps"

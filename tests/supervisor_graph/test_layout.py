@@ -17,7 +17,7 @@ import supervisor_graph
 ROOT = Path(__file__).resolve().parents[2]
 
 # supervisor_graph.__all__ of release 0.1 (issue 27: the restructure changes no public name), and the
-# names later issues add (A2AAgent: issue 31; StorageUnavailableError: issue 46)
+# names later issues add (A2AAgent: issue 31; StorageUnavailableError: issue 46; InheritContext: issue 51)
 PUBLIC_NAMES = {
     "A2AAgent", "AbortController", "AbortSignal", "Agent", "AgentDefinition", "AgentStream", "AgentVersion", "Budget",
     "DELEGATION_HOOK_ERRORS", "DelegationCompleteContext", "DelegationCompleteResult", "DelegationOptions",
@@ -28,7 +28,7 @@ PUBLIC_NAMES = {
     "SupervisorState", "THREAD_ID_KEY", "TaskCompleteResult", "ThreadBusyError", "ThreadRecord", "ToolCallInfo",
     "Usage", "VERSIONS_KEY", "VersionSelection", "WorkingMemory", "WorkingMemoryError", "compile_agent",
     "create_rubric_scorer", "create_scorer", "create_tool", "current_request_context", "current_tool_call", "suspend",
-    "StorageUnavailableError",
+    "StorageUnavailableError", "InheritContext",
 }  # fmt: skip
 
 # Top to bottom: a module may import its own layer and the layers below it, never above.
