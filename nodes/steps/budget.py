@@ -39,9 +39,9 @@ out of the thread was billed all the same) and each tool call as it is about to 
 Before each model call: a budget at 100% of any limit stops the agent (`over_budget`:
 a top-level run ends with finish reason "budget", a delegation's result becomes
 `[Budget exceeded] <limit>`, every tool call of the transcript answered); a limit that
-has reached 80% puts one line into the system prompt of that agent's next model call
-(`budget_notice`), once per budget and limit, so the prompt (and a provider's prompt
-cache) is back to normal from the call after.
+has reached 80% puts one line after the conversation of that agent's next model call
+(`budget_notice`, the request's `tail`), once per budget and limit: what comes before it,
+the system prompt and the conversation, stays the same bytes (a provider's prompt cache).
 
 Background tasks run beyond the call that started them: a task has its subagent's own
 budget only (from each try's start), never the call's.
@@ -325,7 +325,8 @@ class BudgetMeters(Step):
     async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
         scope = request.handle.budget
         try:
-            out = await handler(request.override(system=budget_notice(scope, request.system)))
+            notice = budget_notice(scope, "")  # after the conversation: the prefix stays the same
+            out = await handler(request.override(tail=(*request.tail, notice)) if notice else request)
         finally:
             for usage in request.spent:  # a summary's tokens count too
                 spend(scope, usage)

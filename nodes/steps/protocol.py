@@ -84,6 +84,10 @@ class ModelRequest:
     # the feedback the model answers next)
     answers: list[Any] = field(default_factory=list)
     added: list[BaseMessage] = field(default_factory=list)
+    # what a step tells the model for this call only (a budget notice, a working memory's
+    # value): shown after the conversation, so that everything before it is the same bytes
+    # from call to call (providers' prompt caches, issue 51)
+    tail: tuple[str, ...] = ()
 
     def override(self, **changes: Any) -> ModelRequest:
         """A copy with `changes` (LangChain's `ModelRequest.override`)."""

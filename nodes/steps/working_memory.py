@@ -1,6 +1,7 @@
 """Working memory (SPEC §8): one persistent scratchpad per agent.
 
-The model reads the current value in its system prompt and changes it with the
+The model reads how to use it in its system prompt and the current value after the
+conversation (so an update changes no byte before it), and changes it with the
 `update_working_memory` tool. The supervisor node answers that tool itself, in the
 same step as the model's turn: an update is a write, not a delegation, so it costs no
 extra super-step, adds no iteration and never reaches the tools node.
@@ -173,20 +174,29 @@ class WorkingMemory(BaseModel):
             )
 
     def render(self, value: Any) -> str:
-        """The system prompt section the model reads on every call."""
+        """What the model reads of it on every call: the guide, then the value."""
+        return f"{self.guide()}\n{self.block(value)}"
+
+    def guide(self) -> str:
+        """How to use it, in the system prompt: the same on every call."""
         where = "every conversation with this user" if self.scope == "resource" else "this conversation"
         if self.schema_ is None:
             how = "pass the whole updated text, in the same format: it replaces what is there"
-            shown = value if isinstance(value, str) else self.empty_view()
         else:
             how = "pass only the fields to change: they are merged into what is there, and null deletes a field"
-            shown = json.dumps(value if value is not None else {}, ensure_ascii=False, indent=2)
         return (
-            f"You have a working memory that persists across {where}. Keep it current with the "
-            f"{WORKING_MEMORY_TOOL} tool whenever you learn something worth remembering ({how}). "
-            "Do not tell the user about it.\n"
-            f"<working_memory>\n{shown}\n</working_memory>"
+            f"You have a working memory that persists across {where}: the <working_memory> block after the "
+            f"conversation. Keep it current with the {WORKING_MEMORY_TOOL} tool whenever you learn something worth "
+            f"remembering ({how}). Do not tell the user about it."
         )
+
+    def block(self, value: Any) -> str:
+        """Its value, after the conversation: an update changes no byte before it."""
+        if self.schema_ is None:
+            shown = value if isinstance(value, str) else self.empty_view()
+        else:
+            shown = json.dumps(value if value is not None else {}, ensure_ascii=False, indent=2)
+        return f"<working_memory>\n{shown}\n</working_memory>"
 
     def tool_schema(self) -> dict[str, Any]:
         if self.schema_ is None:
@@ -370,8 +380,9 @@ def update_result(call: ToolCall, error: str | None = None) -> ToolMessage:
 
 
 class WorkingMemoryStep(Step):
-    """Working memory as a step of the supervisor's turn (SPEC §8): its value shown in the
-    system prompt of each model call, its update tool offered, and the turn's update
+    """Working memory as a step of the supervisor's turn (SPEC §8): its guide in the
+    system prompt and its value after the conversation of each model call, its update
+    tool offered, and the turn's update
     calls applied in order once the answer is accepted (a bad update changes nothing;
     a turn that only updates is no iteration)."""
 
@@ -387,8 +398,9 @@ class WorkingMemoryStep(Step):
 
     async def awrap_model_call(self, request: ModelRequest, handler: ModelHandler) -> Any:
         value = request.notes[self.name] = await self._read(request)  # what updates apply to: one read a call
-        section = self.memory.render(value)
-        return await handler(request.override(system=f"{request.system}\n\n{section}" if request.system else section))
+        guide = self.memory.guide()
+        system = f"{request.system}\n\n{guide}" if request.system else guide
+        return await handler(request.override(system=system, tail=(*request.tail, self.memory.block(value))))
 
     async def aanswer_calls(self, request: ModelRequest, response: Any) -> Answered:
         store = _store(request)

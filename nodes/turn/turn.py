@@ -10,7 +10,8 @@ output schema and settle the calls of the steps' own tools (`settle`) and announ
 
 The model call is built from the turn's `ModelRequest`: the agent's steps wrap it
 (`nodes/steps/protocol.py`), then the model sees the system prompt, the read-only
-context and the conversation (`model_input`) and answers whole, or streams through the
+context, the conversation and what a step says for this call only (`model_input`) and
+answers whole, or streams through the
 step that reads it as it streams (the streaming output guards). A provider's error becomes `ModelCallError`, whose text keeps
 the provider's words out of the checkpoint.
 """
@@ -36,6 +37,7 @@ from supervisor_graph.nodes.guards.stream import quiet
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.spec import AgentSpec
+from supervisor_graph.nodes.state import feedback_message
 from supervisor_graph.nodes.steps.budget import METERS
 from supervisor_graph.nodes.steps.protocol import TURN_STATE, Answered, ModelRequest, Steps
 from supervisor_graph.nodes.steps.structured_output import CHECKS, ResponseFormat, StructuredOutput, declared_schema
@@ -154,7 +156,7 @@ async def call_model(spec: AgentSpec, request: ModelRequest, steps: Steps, *, po
     the step that reads it as it streams (`request.stream`)."""
 
     async def answer(request: ModelRequest) -> Any:
-        prompt = model_input(request.system, request.context, request.messages)
+        prompt = model_input(request.system, request.context, request.messages, request.tail)
         try:
             if request.stream is not None:
                 out = await request.stream(request.model.astream(prompt, quiet(request.config)), request)
@@ -200,9 +202,13 @@ def _retryable(policy: RetryPolicy, exc: Exception) -> bool:
 _INPUTS: PrefixCache[list[BaseMessage]] = PrefixCache()
 
 
-def model_input(system: str, context: Sequence[BaseMessage], messages: Sequence[BaseMessage]) -> ChatPromptValue:
+def model_input(
+    system: str, context: Sequence[BaseMessage], messages: Sequence[BaseMessage], tail: Sequence[str] = ()
+) -> ChatPromptValue:
     """System prompt, read-only context, then the conversation with every parallel
-    turn's tool results in the order the model called the tools.
+    turn's tool results in the order the model called the tools, then `tail`, what steps
+    say for this call only, as one user message: nothing that changes from call to call
+    comes before the conversation, so each call's input starts with the previous one's.
 
     A prompt value, which chat models take as it is: a list would be converted and
     validated message by message again on every call."""
@@ -219,7 +225,8 @@ def model_input(system: str, context: Sequence[BaseMessage], messages: Sequence[
     if cut > 0:
         _INPUTS.put(messages, cut, conversation[:cut])
     head: list[BaseMessage] = [SystemMessage(content=system)] if system else []
-    return ChatPromptValue.model_construct(messages=[*head, *context, *conversation])
+    end: list[BaseMessage] = [feedback_message("\n\n".join(tail), "notice")] if tail else []  # no run input
+    return ChatPromptValue.model_construct(messages=[*head, *context, *conversation, *end])
 
 
 def _in_call_order(messages: Sequence[BaseMessage], start: int) -> list[BaseMessage]:

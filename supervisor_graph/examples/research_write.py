@@ -163,9 +163,9 @@ def _last_request(messages: list[BaseMessage]) -> tuple[str, list[BaseMessage]]:
 
 
 def _working_memory(messages: list[BaseMessage]) -> str | None:
-    """The working memory shown in the system prompt (None: the agent has none)."""
-    if messages and messages[0].type == "system":
-        found = _MEMORY.search(_text(messages[0]))
+    """The working memory shown after the conversation (None: the agent has none)."""
+    if messages:
+        found = _MEMORY.search(_text(messages[-1]))
         if found:
             return found.group(1)
     return None

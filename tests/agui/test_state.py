@@ -49,7 +49,7 @@ async def test_client_state_is_written_before_the_run_and_updates_arrive_as_delt
     assert kinds[:2] == ["RUN_STARTED", "STATE_SNAPSHOT"]
     assert of_type(events, "STATE_SNAPSHOT")[0]["snapshot"] == {"city": "Lyon"}
     # the model saw the client's state
-    assert '"city": "Lyon"' in agent.model.calls[0][0].content  # type: ignore[union-attr]
+    assert '"city": "Lyon"' in agent.model.calls[0][-1].content  # type: ignore[union-attr]  # after the conversation
     deltas = of_type(events, "STATE_DELTA")
     assert len(deltas) == 1
     state = jsonpatch.apply_patch({"city": "Lyon"}, deltas[0]["delta"])

@@ -127,7 +127,9 @@ async def test_the_system_breakpoint_ends_before_what_a_call_appends(anthropic: 
     first = boss_calls(anthropic.requests)[0]
     own, appended = first["system"]
     assert own == {"type": "text", "text": INSTRUCTIONS, "cache_control": BREAKPOINT}
-    assert "cache_control" not in appended and "# Notes" in appended["text"]
+    assert "cache_control" not in appended and "<working_memory> block" in appended["text"]  # the guide: stable
+    # the value follows the conversation (issue 51): an update changes nothing before it
+    assert "# Notes" not in json.dumps(first["system"]) and "# Notes" in json.dumps(first["messages"][-1])
 
 
 async def test_chat_models_and_model_callables_are_asked_too(anthropic: FakeAnthropic) -> None:

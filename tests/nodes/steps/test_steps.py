@@ -193,7 +193,7 @@ async def test_the_spec_knows_no_capability_each_step_holds_its_settings() -> No
 async def test_a_run_with_a_budget_meters_it_through_a_step_the_run_adds() -> None:
     """Budgets may come with the call, so the run adds their step (`BudgetMeters`) to the
     agent's own, once: it stops the agent before a model call (`Step.stop`), puts the
-    notice into the call's prompt, counts the answer's usage and each tool call."""
+    notice after the call's conversation (its `tail`), counts the answer's usage and each tool call."""
     from langchain_core.messages import AIMessage
 
     from supervisor_graph.nodes.steps.budget import METERS, BudgetScope, child_budget
@@ -212,7 +212,7 @@ async def test_a_run_with_a_budget_meters_it_through_a_step_the_run_adds() -> No
     assert steps.stop == (METERS,) and steps.stop_reason(handle) is None
 
     async def answer(request: ModelRequest) -> Any:
-        assert request.system.endswith("finish soon.")  # the meter already read 85 of 100 tokens
+        assert request.system == "Be brief." and request.tail[-1].endswith("finish soon.")  # it read 85 of 100 tokens
         return AIMessage(content="ok", usage_metadata={"input_tokens": 10, "output_tokens": 10, "total_tokens": 20})
 
     handle.budget.meters[0].usage["total_tokens"] = 85  # type: ignore[union-attr]

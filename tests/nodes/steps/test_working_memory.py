@@ -28,8 +28,11 @@ def update(memory: Any, id: str | None = None) -> dict[str, Any]:
 
 
 def system_of(call: list[BaseMessage]) -> str:
+    """What the model read of its working memory: the guide in the system prompt, the value
+    after the conversation (issue 51: an update changes no byte before it)."""
     assert isinstance(call[0], SystemMessage)
-    return str(call[0].content)
+    tail = str(call[-1].content) if "<working_memory>" in str(call[-1].content) else ""
+    return f"{call[0].content}\n{tail}"
 
 
 async def test_template_mode_resource_scope_persists_across_threads(store) -> None:
@@ -281,7 +284,7 @@ def test_the_update_turn_keeps_the_transcript_well_formed() -> None:
 async def test_a_graph_compiled_without_a_store_refuses_resource_updates_and_warns_once(caplog) -> None:
     """SPEC §23: an update that could not be kept is a tool error, never "updated" then gone."""
     model = ScriptedChatModel(
-        policy=lambda m: "noted" if isinstance(m[-1], ToolMessage) else tool_call("update_working_memory", {"memory": "# User\n- Name: Ada"})
+        policy=lambda m: "noted" if isinstance(m[-2], ToolMessage) else tool_call("update_working_memory", {"memory": "# User\n- Name: Ada"})
     )
     agent = Agent(id="storeless-agent", model=model, working_memory={"scope": "resource"})
     graph = agent.compile(checkpointer=InMemorySaver())
