@@ -60,12 +60,13 @@ def tokens(text: str) -> int:
 
 def supervisor_policy(messages: list[BaseMessage]) -> Any:
     last = messages[-1]
+    calls = sum(isinstance(m, ToolMessage) for m in messages)  # ids that repeat from run to run: exact counts
     if isinstance(last, ToolMessage) and last.name == "agent-research":
-        return delegate("writing", f"Write one paragraph for the user from these notes: {last.content}")
+        return delegate("writing", f"Write one paragraph for the user from these notes: {last.content}", id=f"call_{calls}")
     if isinstance(last, ToolMessage):
         return PARAGRAPH
     question = last.content if isinstance(last, HumanMessage) else "the question"
-    return delegate("research", f"Find the key facts for: {question}")
+    return delegate("research", f"Find the key facts for: {question}", id=f"call_{calls}")
 
 
 def team(inherit: Any) -> tuple[Agent, dict[str, ScriptedChatModel]]:
