@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from pydantic import BaseModel
 
 from supervisor_graph import Agent, Memory, create_tool, suspend
+from supervisor_graph.nodes.state import FEEDBACK_MARK
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
 LEDGER: list[int] = []
@@ -83,6 +84,8 @@ slowpoke = Agent(
 
 
 def _route(messages: list[Any]) -> Any:
+    if messages and messages[-1].additional_kwargs.get(FEEDBACK_MARK) == "notice":
+        messages = messages[:-1]  # the working memory's value, after the conversation (issue 51)
     if isinstance(messages[-1], ToolMessage) and messages[-1].name == "update_working_memory":
         return "remembered"
     if isinstance(messages[-1], ToolMessage):
