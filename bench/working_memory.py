@@ -15,6 +15,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.store.memory import InMemoryStore
 
 from supervisor_graph import Agent, Memory
+from supervisor_graph.nodes.state import FEEDBACK_MARK
 from supervisor_graph.nodes.steps.working_memory import WORKING_MEMORY_NAMESPACE
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
@@ -32,6 +33,8 @@ class WorkingMemoryCell:
 
 def _policy(update: bool) -> Any:
     def policy(messages: list[Any]) -> Any:
+        if messages[-1].additional_kwargs.get(FEEDBACK_MARK) == "notice":
+            messages = messages[:-1]  # the working memory's value, after the conversation
         if isinstance(messages[-1], ToolMessage):
             return "done"
         calls = [delegate("worker", "do it")]

@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from supervisor_graph import Agent
 from supervisor_graph.nodes.delegation.lineage import CHECKPOINT_KEY
+from supervisor_graph.nodes.state import FEEDBACK_MARK
 from supervisor_graph.nodes.steps.working_memory import WorkingMemory
 from supervisor_graph.testing import ScriptedChatModel, delegate, tool_call
 
@@ -102,9 +103,11 @@ async def test_parallel_delegations_to_it_take_turns_in_one_lineage() -> None:
 
 async def test_its_thread_scoped_working_memory_forks_too() -> None:
     def notes(messages):
-        system = next(m.content for m in messages if isinstance(m, SystemMessage))
-        shown = re.search(r"<working_memory>\n(.*)\n</working_memory>", system, re.S).group(1)
-        last = messages[-1]
+        # the value follows the conversation, in a notice of its own (issue 51)
+        notice = messages[-1]
+        assert notice.additional_kwargs.get(FEEDBACK_MARK) == "notice"
+        shown = re.search(r"<working_memory>\n(.*)\n</working_memory>", notice.content, re.S).group(1)
+        last = messages[-2]
         if isinstance(last, HumanMessage):
             return tool_call("update_working_memory", {"memory": f"{shown.strip()} {last.content.split()[-1]}".strip()})
         return f"memory: {shown.strip()}"
