@@ -35,6 +35,7 @@ from supervisor_graph.nodes.turn.prefix_cache import PrefixCache
 
 __all__ = [
     "FEEDBACK_MARK",
+    "NOTICE_NAME",
     "SupervisorInput",
     "SupervisorState",
     "Usage",
@@ -42,6 +43,7 @@ __all__ = [
     "UsageCounts",
     "add_usage",
     "feedback_message",
+    "notice_message",
     "is_run_input",
     "run_start",
     "usage_by_agent_of_run",
@@ -241,6 +243,17 @@ class Usage(BaseModel):
 
 def feedback_message(text: str, source: str) -> HumanMessage:
     return HumanMessage(content=text, additional_kwargs={FEEDBACK_MARK: source})
+
+
+NOTICE_NAME = "supervisor_graph_notice"
+"""The `name` of the message after the conversation that says what holds for one call
+(a working memory's value, a budget notice): providers that take names (OpenAI) see it
+on the wire, so a fake server or a log can tell it from the user's own words."""
+
+
+def notice_message(text: str) -> HumanMessage:
+    """What the steps say for one model call, after the conversation (never a run input)."""
+    return HumanMessage(content=text, name=NOTICE_NAME, additional_kwargs={FEEDBACK_MARK: "notice"})
 
 
 def zero_usage() -> UsageCounts:

@@ -37,7 +37,7 @@ from supervisor_graph.nodes.guards.stream import quiet
 from supervisor_graph.nodes.observability.events import Emitter
 from supervisor_graph.nodes.options import RunHandle, RunOptions
 from supervisor_graph.nodes.spec import AgentSpec
-from supervisor_graph.nodes.state import feedback_message
+from supervisor_graph.nodes.state import notice_message
 from supervisor_graph.nodes.steps.budget import METERS
 from supervisor_graph.nodes.steps.protocol import TURN_STATE, Answered, ModelRequest, Steps
 from supervisor_graph.nodes.steps.structured_output import CHECKS, ResponseFormat, StructuredOutput, declared_schema
@@ -225,7 +225,7 @@ def model_input(
     if cut > 0:
         _INPUTS.put(messages, cut, conversation[:cut])
     head: list[BaseMessage] = [SystemMessage(content=system)] if system else []
-    end: list[BaseMessage] = [feedback_message("\n\n".join(tail), "notice")] if tail else []  # no run input
+    end: list[BaseMessage] = [notice_message("\n\n".join(tail))] if tail else []  # no run input
     return ChatPromptValue.model_construct(messages=[*head, *context, *conversation, *end])
 
 

@@ -43,9 +43,16 @@ def _text(message: dict[str, Any]) -> str:
     return str(content or "")
 
 
+# the name of the message after the conversation (`nodes/state.py` NOTICE_NAME: a working
+# memory's value, a budget notice), spelt here: this module imports nothing of the library
+NOTICE_NAME = "supervisor_graph_notice"
+
+
 def default_reply(body: dict[str, Any]) -> Any:
     """Delegate once, then report: enough for any supervisor to run end to end."""
     messages = body.get("messages") or []
+    while messages and messages[-1].get("name") == NOTICE_NAME:
+        messages = messages[:-1]  # what the library says for one call, after the conversation
     last = messages[-1] if messages else {}
     tools = (t.get("function", {}).get("name", "") for t in body.get("tools") or [])
     return delegate_once(_text(last), last.get("role") == "tool", tools)
